@@ -1,0 +1,113 @@
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"longtask.dev/devcluster/internal/pki"
+)
+
+// Controllers the controller-manager runs: what Jobs, Deployments, garbage
+// collection, namespaces and service accounts need. Node lifecycle is left
+// out: our nodes live exactly as long as the agent process.
+var controllers = []string{
+	"job-controller", "garbage-collector-controller", "ttl-after-finished-controller",
+	"serviceaccount-controller", "serviceaccount-token-controller",
+	"root-ca-certificate-publisher-controller", "namespace-controller",
+	"pod-garbage-collector-controller", "deployment-controller", "replicaset-controller",
+	"clusterrole-aggregation-controller", "validatingadmissionpolicy-status-controller",
+}
+
+type ports struct {
+	EtcdClient, EtcdPeer, APIServer, ControllerManager, Scheduler int
+}
+
+func etcdArgs(dir string, p ports) []string {
+	return []string{
+		"--data-dir=" + filepath.Join(dir, "etcd"),
+		fmt.Sprintf("--client-url=http://127.0.0.1:%d", p.EtcdClient),
+		fmt.Sprintf("--peer-url=http://127.0.0.1:%d", p.EtcdPeer),
+	}
+}
+
+func apiServerArgs(dir string, p ports, f pki.Files, audit bool) []string {
+	args := []string{
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", p.EtcdClient),
+		"--bind-address=127.0.0.1",
+		"--advertise-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", p.APIServer),
+		"--cert-dir=" + filepath.Join(dir, "pki"),
+		"--tls-cert-file=" + f.ServerCert,
+		"--tls-private-key-file=" + f.ServerKey,
+		"--client-ca-file=" + f.CA,
+		// Delegated authentication in the controller-manager and scheduler
+		// reads this CA back; nothing here proxies with request headers.
+		"--requestheader-client-ca-file=" + f.CA,
+		"--requestheader-allowed-names=devcluster-front-proxy",
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + f.SAPub,
+		"--service-account-signing-key-file=" + f.SAKey,
+		"--api-audiences=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// Endpoints may not hold loopback addresses, and nothing here routes
+		// to the kubernetes Service anyway.
+		"--endpoint-reconciler-type=none",
+		"--allow-privileged=true",
+		"--profiling=false",
+		"--kubelet-preferred-address-types=InternalIP",
+		"--v=1",
+	}
+	if audit {
+		args = append(args,
+			"--audit-policy-file="+filepath.Join(dir, "audit-policy.yaml"),
+			"--audit-log-path="+filepath.Join(dir, "logs", "audit.log"),
+			"--audit-log-format=json",
+			"--audit-log-mode=batch",
+			"--audit-log-batch-max-wait=1s")
+	}
+	return args
+}
+
+// auditPolicy records who wrote what: metadata of every mutating request.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["create", "update", "patch", "delete", "deletecollection"]
+- level: None
+`
+
+func controllerManagerArgs(kubeconfig string, p ports, f pki.Files) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", p.ControllerManager),
+		"--controllers=" + strings.Join(controllers, ","),
+		"--service-account-private-key-file=" + f.SAKey,
+		"--root-ca-file=" + f.CA,
+		"--use-service-account-credentials=false",
+		"--concurrent-job-syncs=10",
+		"--v=1",
+	}
+}
+
+func schedulerArgs(kubeconfig string, p ports) []string {
+	return []string{
+		"--kubeconfig=" + kubeconfig,
+		"--authentication-kubeconfig=" + kubeconfig,
+		"--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		fmt.Sprintf("--secure-port=%d", p.Scheduler),
+		"--v=1",
+	}
+}

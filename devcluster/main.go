@@ -1,0 +1,122 @@
+// Command devcluster runs a real Kubernetes control plane on loopback, with
+// nodes whose pods are local processes: for longtask's demo, tests and
+// benchmarks. See README.md. Not for production: pods are not isolated.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	"k8s.io/component-base/version"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+
+	"longtask.dev/devcluster/internal/cluster"
+	"longtask.dev/devcluster/internal/etcd"
+	"longtask.dev/devcluster/internal/node"
+)
+
+const usage = `usage:
+  devcluster up --dir DIR [--nodes N] [--node-cpu CPU] [--node-memory MEM] [--image REF=PATH]... [--audit]
+  devcluster down --dir DIR
+  devcluster version
+(internal, started by up: etcd, apiserver, controller-manager, scheduler, node)`
+
+type multi []string
+
+func (m *multi) String() string     { return strings.Join(*m, ",") }
+func (m *multi) Set(v string) error { *m = append(*m, v); return nil }
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	sub, args := os.Args[1], os.Args[2:]
+	var err error
+	switch sub {
+	case "up":
+		err = up(args)
+	case "down":
+		err = down(args)
+	case "version":
+		// The wrapper script has built the binary; say what it runs.
+		fmt.Println("devcluster: Kubernetes", version.Get().GitVersion)
+	case "etcd":
+		err = etcd.Main(args)
+	case "node":
+		err = node.Main(args)
+	case "apiserver":
+		cmd := apiserver.NewAPIServerCommand()
+		cmd.SilenceUsage = true
+		cmd.SetArgs(args)
+		err = cmd.Execute()
+	case "controller-manager":
+		cmd := controllermanager.NewControllerManagerCommand()
+		cmd.SilenceUsage = true
+		cmd.SetArgs(args)
+		err = cmd.Execute()
+	case "scheduler":
+		cmd := scheduler.NewSchedulerCommand()
+		cmd.SilenceUsage = true
+		cmd.SetArgs(args)
+		err = cmd.Execute()
+	default:
+		fmt.Fprintf(os.Stderr, "devcluster: unknown command %q\n%s\n", sub, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devcluster %s: %v\n", sub, err)
+		os.Exit(1)
+	}
+}
+
+func up(args []string) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	var o cluster.Options
+	var images multi
+	fs.StringVar(&o.Dir, "dir", "", "state directory (required)")
+	fs.IntVar(&o.Nodes, "nodes", 1, "number of nodes")
+	fs.StringVar(&o.NodeCPU, "node-cpu", "4", "CPU capacity of each node")
+	fs.StringVar(&o.NodeMemory, "node-memory", "8Gi", "memory capacity of each node")
+	fs.Var(&images, "image", "REF=PATH: containers of image REF run PATH (repeatable)")
+	fs.BoolVar(&o.Audit, "audit", false, "write an API audit log (metadata of every write) to DIR/logs/audit.log")
+	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to be ready")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.Dir == "" {
+		return fmt.Errorf("--dir is required\n%s", usage)
+	}
+	if o.Nodes < 1 {
+		return fmt.Errorf("--nodes must be at least 1")
+	}
+	for _, img := range images {
+		if ref, path, ok := strings.Cut(img, "="); !ok || ref == "" || path == "" {
+			return fmt.Errorf("--image %q: want REF=PATH", img)
+		}
+	}
+	o.Images = images
+	start := time.Now()
+	if err := cluster.Up(o); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "devcluster up in %.1fs: export KUBECONFIG=%s/kubeconfig\n", time.Since(start).Seconds(), strings.TrimRight(o.Dir, "/"))
+	return nil
+}
+
+func down(args []string) error {
+	fs := flag.NewFlagSet("down", flag.ContinueOnError)
+	dir := fs.String("dir", "", "state directory (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return fmt.Errorf("--dir is required\n%s", usage)
+	}
+	return cluster.Down(*dir)
+}

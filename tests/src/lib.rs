@@ -1,0 +1,187 @@
+//! Test harness for longtask's end-to-end tests: starts a devcluster with our
+//! binaries mapped to their images, installs the operator with
+//! `kubectl apply -k manifests/` (so it runs under exactly the manifests'
+//! RBAC), and gives each case a throwaway namespace.
+
+#![allow(clippy::unwrap_used)]
+
+pub mod kubectl;
+pub mod wait;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::{Client, Config, config::KubeConfigOptions, config::Kubeconfig};
+
+pub use kubectl::Kubectl;
+
+/// Images the manifests name, mapped by the devcluster to `target/` binaries.
+pub const OPERATOR_IMAGE: &str = "longtask-operator:0.1.0";
+pub const WORKER_IMAGE: &str = "longtask-worker:0.1.0";
+pub const SYSTEM_NS: &str = "longtask-system";
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// A running devcluster; `down` runs on drop as well.
+pub struct Cluster {
+    pub dir: PathBuf,
+    pub kubeconfig: PathBuf,
+    pub client: Client,
+    pub kubectl: Kubectl,
+    stopped: bool,
+}
+
+fn devcluster() -> PathBuf {
+    root().join("devcluster/devcluster")
+}
+
+impl Cluster {
+    /// Starts a fresh cluster in `target/e2e-cluster` (nodes, CPU per node).
+    pub async fn up(nodes: u32, cpu: u32) -> Result<Cluster> {
+        let root = root();
+        let dir = root.join("target/e2e-cluster");
+        let bin = |n: &str| root.join("target/debug").join(n);
+        for b in ["longtask-operator", "longtask-worker"] {
+            if !bin(b).exists() {
+                bail!("{} is missing: run `cargo build --workspace` first", bin(b).display());
+            }
+        }
+        let status = Command::new(devcluster())
+            .args(["up", "--dir"])
+            .arg(&dir)
+            .args(["--nodes", &nodes.to_string(), "--node-cpu", &cpu.to_string()])
+            .args(["--node-memory", "16Gi"])
+            .arg(format!("--image={OPERATOR_IMAGE}={}", bin("longtask-operator").display()))
+            .arg(format!("--image={WORKER_IMAGE}={}", bin("longtask-worker").display()))
+            .status()
+            .context("run devcluster up")?;
+        if !status.success() {
+            let _ = Command::new(devcluster()).args(["down", "--dir"]).arg(&dir).status();
+            bail!("devcluster up failed: {status}");
+        }
+        let kubeconfig = dir.join("kubeconfig");
+        let kc = Kubeconfig::read_from(&kubeconfig)?;
+        let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
+        let client = Client::try_from(config)?;
+        let kubectl = Kubectl::new(&kubeconfig);
+        Ok(Cluster { dir, kubeconfig, client, kubectl, stopped: false })
+    }
+
+    /// Installs longtask the way a user does and waits for the operator.
+    pub async fn install(&self) -> Result<()> {
+        let manifests = root().join("manifests");
+        self.kubectl.run(&["apply", "--server-side", "-k", manifests.to_str().unwrap()])?;
+        self.kubectl.run(&[
+            "-n",
+            SYSTEM_NS,
+            "rollout",
+            "status",
+            "deployment/longtask-operator",
+            "--timeout=120s",
+        ])?;
+        Ok(())
+    }
+
+    pub fn down(&mut self) -> Result<()> {
+        if self.stopped {
+            return Ok(());
+        }
+        self.stopped = true;
+        let status = Command::new(devcluster()).args(["down", "--dir"]).arg(&self.dir).status()?;
+        if !status.success() {
+            bail!("devcluster down failed: {status}");
+        }
+        Ok(())
+    }
+
+    /// A throwaway namespace for one case, labelled for cleanup.
+    pub async fn namespace(&self, prefix: &str) -> Result<TestNs> {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": { "generateName": format!("{prefix}-"), "labels": { "longtask-e2e": "true" } }
+        }))?;
+        let ns = api.create(&PostParams::default(), &ns).await?;
+        let name = ns.metadata.name.context("namespace without name")?;
+        // Pods are refused until the namespace's default service account exists.
+        wait::until(Duration::from_secs(30), "default service account", || {
+            let kubectl = self.kubectl.clone();
+            let name = name.clone();
+            async move { Ok(kubectl.run(&["-n", &name, "get", "serviceaccount", "default"]).is_ok()) }
+        })
+        .await?;
+        Ok(TestNs { name, client: self.client.clone(), kubectl: self.kubectl.clone() })
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.down();
+    }
+}
+
+/// One case's namespace.
+pub struct TestNs {
+    pub name: String,
+    pub client: Client,
+    pub kubectl: Kubectl,
+}
+
+impl TestNs {
+    /// `kubectl -n NS ARGS...`
+    pub fn k(&self, args: &[&str]) -> Result<String> {
+        let mut full = vec!["-n", self.name.as_str()];
+        full.extend_from_slice(args);
+        self.kubectl.run(&full)
+    }
+
+    /// `kubectl apply` of a YAML document in this namespace.
+    pub fn apply(&self, yaml: &str) -> Result<String> {
+        self.kubectl.apply(&self.name, yaml)
+    }
+
+    /// What a person would look at when a case fails.
+    pub fn dump(&self) -> String {
+        let mut out = String::new();
+        for args in [
+            vec!["get", "tasks,jobs,pods,configmaps", "-o", "wide"],
+            vec!["get", "tasks", "-o", "yaml"],
+            vec!["get", "events", "--sort-by=.lastTimestamp"],
+        ] {
+            out.push_str(&format!("$ kubectl -n {} {}\n", self.name, args.join(" ")));
+            match self.k(&args) {
+                Ok(s) => out.push_str(&format!("{s}\n")),
+                Err(e) => out.push_str(&format!("{e:#}\n")),
+            }
+        }
+        out
+    }
+
+    pub async fn delete(self) {
+        let api: Api<Namespace> = Api::all(self.client.clone());
+        let _ = api.delete(&self.name, &DeleteParams::default()).await;
+    }
+}
+
+/// The Task API, read as JSON so the tests hold the operator to the
+/// documented field names rather than sharing its Rust types.
+pub fn tasks(client: &Client, ns: &str) -> Api<kube::api::DynamicObject> {
+    let gvk = kube::api::GroupVersionKind::gvk("longtask.dev", "v1alpha1", "Task");
+    let ar = kube::api::ApiResource::from_gvk_with_plural(&gvk, "tasks");
+    Api::namespaced_with(client.clone(), ns, &ar)
+}
+
+/// A Task manifest running `sh -c SCRIPT`, with extra spec lines (YAML,
+/// indented by four spaces) appended.
+pub fn sh_task(name: &str, script: &str, extra_spec: &str) -> String {
+    let script = serde_json::to_string(script).unwrap();
+    format!(
+        "apiVersion: longtask.dev/v1alpha1\nkind: Task\nmetadata:\n  name: {name}\nspec:\n  command: [sh, -c, {script}]\n{extra_spec}"
+    )
+}
