@@ -27,7 +27,10 @@ pub struct Case {
 
 #[tokio::main]
 async fn main() {
-    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     let selected: Vec<&Case> = cases::ALL
         .iter()
         .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.contains(f.as_str())))
@@ -43,8 +46,10 @@ async fn main() {
         }
     };
     let shared = Arc::new(cluster);
-    let (parallel, exclusive): (Vec<&Case>, Vec<&Case>) = selected.iter().partition(|c| !c.exclusive);
-    let mut results = futures::future::join_all(parallel.iter().map(|c| run_case(shared.clone(), c))).await;
+    let (parallel, exclusive): (Vec<&Case>, Vec<&Case>) =
+        selected.iter().partition(|c| !c.exclusive);
+    let mut results =
+        futures::future::join_all(parallel.iter().map(|c| run_case(shared.clone(), c))).await;
     for c in exclusive {
         results.push(run_case(shared.clone(), c).await);
     }
@@ -52,7 +57,13 @@ async fn main() {
     if !failed.is_empty() {
         let logs = shared
             .kubectl
-            .run(&["-n", longtask_e2e::SYSTEM_NS, "logs", "deployment/longtask-operator", "--tail=80"])
+            .run(&[
+                "-n",
+                longtask_e2e::SYSTEM_NS,
+                "logs",
+                "deployment/longtask-operator",
+                "--tail=80",
+            ])
             .unwrap_or_else(|e| format!("{e:#}"));
         println!("--- operator log (last 80 lines)\n{logs}");
     }
@@ -62,7 +73,11 @@ async fn main() {
     }
     println!("\nfailures: {failed:?}");
     println!("finished in {:.0}s", started.elapsed().as_secs_f64());
-    println!("e2e: {} passed, {} failed", results.len() - failed.len(), failed.len());
+    println!(
+        "e2e: {} passed, {} failed",
+        results.len() - failed.len(),
+        failed.len()
+    );
     if !failed.is_empty() {
         std::process::exit(1);
     }
@@ -84,7 +99,11 @@ async fn run_case(cluster: Arc<Cluster>, case: &Case) -> (&'static str, bool) {
         }
     };
     let ns_name = ns.name.clone();
-    let dump_ns = TestNs { name: ns.name.clone(), client: ns.client.clone(), kubectl: ns.kubectl.clone() };
+    let dump_ns = TestNs {
+        name: ns.name.clone(),
+        client: ns.client.clone(),
+        kubectl: ns.kubectl.clone(),
+    };
     let outcome = tokio::spawn((case.run)(cluster.clone(), ns)).await;
     let secs = started.elapsed().as_secs_f64();
     let ok = match outcome {
@@ -93,11 +112,19 @@ async fn run_case(cluster: Arc<Cluster>, case: &Case) -> (&'static str, bool) {
             true
         }
         Ok(Err(e)) => {
-            println!("test {} ... FAILED ({secs:.1}s): {e:#}\n{}", case.name, dump_ns.dump());
+            println!(
+                "test {} ... FAILED ({secs:.1}s): {e:#}\n{}",
+                case.name,
+                dump_ns.dump()
+            );
             false
         }
         Err(panic) => {
-            println!("test {} ... FAILED ({secs:.1}s): panicked: {panic}\n{}", case.name, dump_ns.dump());
+            println!(
+                "test {} ... FAILED ({secs:.1}s): panicked: {panic}\n{}",
+                case.name,
+                dump_ns.dump()
+            );
             false
         }
     };

@@ -13,7 +13,9 @@ pub struct Kubectl {
 
 impl Kubectl {
     pub fn new(kubeconfig: &Path) -> Kubectl {
-        Kubectl { kubeconfig: kubeconfig.to_path_buf() }
+        Kubectl {
+            kubeconfig: kubeconfig.to_path_buf(),
+        }
     }
 
     fn command(&self) -> Command {
@@ -53,7 +55,11 @@ impl Kubectl {
             .stderr(Stdio::piped())
             .spawn()
             .context("spawn kubectl")?;
-        child.stdin.take().context("kubectl stdin")?.write_all(input.as_bytes())?;
+        child
+            .stdin
+            .take()
+            .context("kubectl stdin")?
+            .write_all(input.as_bytes())?;
         let out = child.wait_with_output()?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() {

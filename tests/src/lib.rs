@@ -26,7 +26,10 @@ pub const SYSTEM_NS: &str = "longtask-system";
 
 /// The repository root.
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// A running devcluster; `down` runs on drop as well.
@@ -50,20 +53,37 @@ impl Cluster {
         let bin = |n: &str| root.join("target/debug").join(n);
         for b in ["longtask-operator", "longtask-worker"] {
             if !bin(b).exists() {
-                bail!("{} is missing: run `cargo build --workspace` first", bin(b).display());
+                bail!(
+                    "{} is missing: run `cargo build --workspace` first",
+                    bin(b).display()
+                );
             }
         }
         let status = Command::new(devcluster())
             .args(["up", "--dir"])
             .arg(&dir)
-            .args(["--nodes", &nodes.to_string(), "--node-cpu", &cpu.to_string()])
+            .args([
+                "--nodes",
+                &nodes.to_string(),
+                "--node-cpu",
+                &cpu.to_string(),
+            ])
             .args(["--node-memory", "16Gi"])
-            .arg(format!("--image={OPERATOR_IMAGE}={}", bin("longtask-operator").display()))
-            .arg(format!("--image={WORKER_IMAGE}={}", bin("longtask-worker").display()))
+            .arg(format!(
+                "--image={OPERATOR_IMAGE}={}",
+                bin("longtask-operator").display()
+            ))
+            .arg(format!(
+                "--image={WORKER_IMAGE}={}",
+                bin("longtask-worker").display()
+            ))
             .status()
             .context("run devcluster up")?;
         if !status.success() {
-            let _ = Command::new(devcluster()).args(["down", "--dir"]).arg(&dir).status();
+            let _ = Command::new(devcluster())
+                .args(["down", "--dir"])
+                .arg(&dir)
+                .status();
             bail!("devcluster up failed: {status}");
         }
         let kubeconfig = dir.join("kubeconfig");
@@ -71,13 +91,20 @@ impl Cluster {
         let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
         let client = Client::try_from(config)?;
         let kubectl = Kubectl::new(&kubeconfig);
-        Ok(Cluster { dir, kubeconfig, client, kubectl, stopped: false })
+        Ok(Cluster {
+            dir,
+            kubeconfig,
+            client,
+            kubectl,
+            stopped: false,
+        })
     }
 
     /// Installs longtask the way a user does and waits for the operator.
     pub async fn install(&self) -> Result<()> {
         let manifests = root().join("manifests");
-        self.kubectl.run(&["apply", "--server-side", "-k", manifests.to_str().unwrap()])?;
+        self.kubectl
+            .run(&["apply", "--server-side", "-k", manifests.to_str().unwrap()])?;
         self.kubectl.run(&[
             "-n",
             SYSTEM_NS,
@@ -94,7 +121,10 @@ impl Cluster {
             return Ok(());
         }
         self.stopped = true;
-        let status = Command::new(devcluster()).args(["down", "--dir"]).arg(&self.dir).status()?;
+        let status = Command::new(devcluster())
+            .args(["down", "--dir"])
+            .arg(&self.dir)
+            .status()?;
         if !status.success() {
             bail!("devcluster down failed: {status}");
         }
@@ -113,10 +143,18 @@ impl Cluster {
         wait::until(Duration::from_secs(30), "default service account", || {
             let kubectl = self.kubectl.clone();
             let name = name.clone();
-            async move { Ok(kubectl.run(&["-n", &name, "get", "serviceaccount", "default"]).is_ok()) }
+            async move {
+                Ok(kubectl
+                    .run(&["-n", &name, "get", "serviceaccount", "default"])
+                    .is_ok())
+            }
         })
         .await?;
-        Ok(TestNs { name, client: self.client.clone(), kubectl: self.kubectl.clone() })
+        Ok(TestNs {
+            name,
+            client: self.client.clone(),
+            kubectl: self.kubectl.clone(),
+        })
     }
 }
 

@@ -24,7 +24,9 @@ where
         }
         if Instant::now() > deadline {
             match last {
-                Some(e) => bail!("timed out after {timeout:?} waiting for {what}; last error: {e:#}"),
+                Some(e) => {
+                    bail!("timed out after {timeout:?} waiting for {what}; last error: {e:#}")
+                }
                 None => bail!("timed out after {timeout:?} waiting for {what}"),
             }
         }
@@ -49,18 +51,25 @@ pub async fn condition(
     type_: &str,
     timeout: Duration,
 ) -> Result<Value> {
-    let mut found = Value::Null;
-    until(timeout, &format!("{name} to be {type_}"), || {
-        let api = api.clone();
-        let name = name.to_string();
-        let found = &mut found;
-        async move {
-            let obj = serde_json::to_value(api.get(&name).await?)?;
-            let ok = has_condition(&obj, type_);
-            *found = obj;
-            Ok(ok)
+    let deadline = Instant::now() + timeout;
+    let mut last: Value;
+    loop {
+        match api.get_opt(name).await {
+            Ok(Some(obj)) => {
+                last = serde_json::to_value(obj)?;
+                if has_condition(&last, type_) {
+                    return Ok(last);
+                }
+            }
+            Ok(None) => last = Value::String("not found".into()),
+            Err(e) => last = Value::String(format!("{e}")),
         }
-    })
-    .await?;
-    Ok(found)
+        if Instant::now() > deadline {
+            bail!(
+                "timed out after {timeout:?} waiting for {name} to be {type_}; last seen: {}",
+                last.get("status").unwrap_or(&last)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

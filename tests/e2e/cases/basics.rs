@@ -18,21 +18,49 @@ pub async fn completes_with_result(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         "",
     ))?;
     // The way a user waits.
-    ns.k(&["wait", "--for=condition=Complete", "task/hello", "--timeout=60s"])?;
+    ns.k(&[
+        "wait",
+        "--for=condition=Complete",
+        "task/hello",
+        "--timeout=60s",
+    ])?;
     let task = serde_json::to_value(tasks(&ns.client, &ns.name).get("hello").await?)?;
-    ensure!(task["status"]["phase"] == "Completed", "phase: {}", task["status"]);
-    ensure!(task["status"]["result"] == "the answer is 42", "result: {}", task["status"]["result"]);
-    ensure!(wait::has_condition(&task, "Finished"), "no Finished condition: {}", task["status"]);
-    ensure!(task["status"]["jobName"] == "hello", "jobName: {}", task["status"]["jobName"]);
+    ensure!(
+        task["status"]["phase"] == "Completed",
+        "phase: {}",
+        task["status"]
+    );
+    ensure!(
+        task["status"]["result"] == "the answer is 42",
+        "result: {}",
+        task["status"]["result"]
+    );
+    ensure!(
+        wait::has_condition(&task, "Finished"),
+        "no Finished condition: {}",
+        task["status"]
+    );
+    ensure!(
+        task["status"]["jobName"] == "hello",
+        "jobName: {}",
+        task["status"]["jobName"]
+    );
     let logs = ns.k(&["logs", "job/hello"])?;
-    ensure!(logs.contains("working on it"), "kubectl logs job/hello: {logs:?}");
+    ensure!(
+        logs.contains("working on it"),
+        "kubectl logs job/hello: {logs:?}"
+    );
     let table = ns.k(&["get", "tasks"])?;
     ensure!(table.contains("Completed"), "kubectl get tasks:\n{table}");
     Ok(())
 }
 
 pub async fn exit_code_with_retries(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    ns.apply(&sh_task("three", "echo failing >&2; exit 3", "  retries: 1\n"))?;
+    ns.apply(&sh_task(
+        "three",
+        "echo failing >&2; exit 3",
+        "  retries: 1\n",
+    ))?;
     let api = tasks(&ns.client, &ns.name);
     let task = wait::condition(&api, "three", "Failed", MINUTE).await?;
     let st = &task["status"];
@@ -40,7 +68,10 @@ pub async fn exit_code_with_retries(_c: Arc<Cluster>, ns: TestNs) -> Result<()> 
     ensure!(st["attempts"] == 2, "attempts: {st}");
     ensure!(st["exitCode"] == 3, "exitCode: {st}");
     ensure!(st["reason"] == "BackoffLimitExceeded", "reason: {st}");
-    ensure!(wait::has_condition(&task, "Finished"), "no Finished condition: {st}");
+    ensure!(
+        wait::has_condition(&task, "Finished"),
+        "no Finished condition: {st}"
+    );
     Ok(())
 }
 
@@ -48,7 +79,11 @@ pub async fn timeout_is_deadline_exceeded(_c: Arc<Cluster>, ns: TestNs) -> Resul
     ns.apply(&sh_task("slow", "sleep 30", "  timeoutSeconds: 2\n"))?;
     let api = tasks(&ns.client, &ns.name);
     let task = wait::condition(&api, "slow", "Failed", MINUTE).await?;
-    ensure!(task["status"]["reason"] == "DeadlineExceeded", "status: {}", task["status"]);
+    ensure!(
+        task["status"]["reason"] == "DeadlineExceeded",
+        "status: {}",
+        task["status"]
+    );
     Ok(())
 }
 
@@ -62,32 +97,56 @@ pub async fn delete_stops_everything(_c: Arc<Cluster>, ns: TestNs) -> Result<()>
     let api = tasks(&ns.client, &ns.name);
     wait::condition(&api, "done", "Complete", MINUTE).await?;
     let cms: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
-    ensure!(cms.get_opt("done-result").await?.is_some(), "done-result ConfigMap missing");
-    wait::until(MINUTE, "the program to run", || async { Ok(processes_with(&marker) > 0) }).await?;
+    ensure!(
+        cms.get_opt("done-result").await?.is_some(),
+        "done-result ConfigMap missing"
+    );
+    wait::until(MINUTE, "the program to run", || async {
+        Ok(processes_with(&marker) > 0)
+    })
+    .await?;
 
     for name in ["doomed", "done"] {
         api.delete(name, &DeleteParams::default()).await?;
     }
-    wait::until(MINUTE, "the program to stop", || async { Ok(processes_with(&marker) == 0) }).await?;
+    wait::until(MINUTE, "the program to stop", || async {
+        Ok(processes_with(&marker) == 0)
+    })
+    .await?;
     let jobs: Api<Job> = Api::namespaced(ns.client.clone(), &ns.name);
     let pods: Api<Pod> = Api::namespaced(ns.client.clone(), &ns.name);
     // The garbage collector learns a new CRD's kinds within about 30 s.
-    wait::until(Duration::from_secs(120), "Jobs, pods and ConfigMaps to go", || async {
-        let j = jobs.list(&ListParams::default()).await?.items.len();
-        let p = pods.list(&ListParams::default()).await?.items.len();
-        let c = cms.list(&ListParams::default().labels("longtask.dev/task-uid")).await?.items.len();
-        Ok(j + p + c == 0)
-    })
+    wait::until(
+        Duration::from_secs(120),
+        "Jobs, pods and ConfigMaps to go",
+        || async {
+            let j = jobs.list(&ListParams::default()).await?.items.len();
+            let p = pods.list(&ListParams::default()).await?.items.len();
+            let c = cms
+                .list(&ListParams::default().labels("longtask.dev/task-uid"))
+                .await?
+                .items
+                .len();
+            Ok(j + p + c == 0)
+        },
+    )
     .await?;
     Ok(())
 }
 
 /// How many processes on this machine have `needle` in their command line.
 fn processes_with(needle: &str) -> usize {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return 0 };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().chars().all(|c| c.is_ascii_digit()))
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
         .filter(|e| {
             std::fs::read(e.path().join("cmdline"))
                 .map(|b| String::from_utf8_lossy(&b).contains(needle))

@@ -19,11 +19,27 @@ macro_rules! case {
 
 pub static ALL: &[Case] = &[
     case!(completes_with_result, false, basics::completes_with_result),
-    case!(exit_code_with_retries, false, basics::exit_code_with_retries),
-    case!(timeout_is_deadline_exceeded, false, basics::timeout_is_deadline_exceeded),
-    case!(delete_stops_everything, false, basics::delete_stops_everything),
+    case!(
+        exit_code_with_retries,
+        false,
+        basics::exit_code_with_retries
+    ),
+    case!(
+        timeout_is_deadline_exceeded,
+        false,
+        basics::timeout_is_deadline_exceeded
+    ),
+    case!(
+        delete_stops_everything,
+        false,
+        basics::delete_stops_everything
+    ),
     case!(bad_input_refused, false, validation::bad_input_refused),
-    case!(operator_runs_with_manifest_rbac, false, validation::operator_runs_with_manifest_rbac),
+    case!(
+        operator_runs_with_manifest_rbac,
+        false,
+        validation::operator_runs_with_manifest_rbac
+    ),
     case!(never_blocks, true, scale::never_blocks),
     case!(restart_safe, true, restart::restart_safe),
 ];

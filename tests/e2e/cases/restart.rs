@@ -35,35 +35,69 @@ pub async fn restart_safe(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         })
     };
     let docs: Vec<String> = (0..N)
-        .map(|i| sh_task(&format!("survivor-{i}"), &format!("sleep {}; echo done-{i} > \"$LONGTASK_RESULT\"", 4 + i), ""))
+        .map(|i| {
+            sh_task(
+                &format!("survivor-{i}"),
+                &format!("sleep {}; echo done-{i} > \"$LONGTASK_RESULT\"", 4 + i),
+                "",
+            )
+        })
         .collect();
     ns.apply(&docs.join("---\n"))?;
     let api = tasks(&ns.client, &ns.name);
     // Kill the operator twice while the Tasks run: once right after the
     // apply, once when some are Running.
     for round in 0..2 {
-        c.kubectl.run(&["-n", SYSTEM_NS, "delete", "pod", "-l", "app.kubernetes.io/name=longtask-operator", "--wait=false"])?;
+        c.kubectl.run(&[
+            "-n",
+            SYSTEM_NS,
+            "delete",
+            "pod",
+            "-l",
+            "app.kubernetes.io/name=longtask-operator",
+            "--wait=false",
+        ])?;
         if round == 0 {
-            wait::until(Duration::from_secs(60), "a Task Running after the first kill", || {
-                let api = api.clone();
-                async move {
-                    let l = api.list(&Default::default()).await?;
-                    Ok(l.items.iter().any(|t| t.data["status"]["phase"] == "Running"))
-                }
-            })
+            wait::until(
+                Duration::from_secs(60),
+                "a Task Running after the first kill",
+                || {
+                    let api = api.clone();
+                    async move {
+                        let l = api.list(&Default::default()).await?;
+                        Ok(l.items
+                            .iter()
+                            .any(|t| t.data["status"]["phase"] == "Running"))
+                    }
+                },
+            )
             .await?;
         }
     }
     for i in 0..N {
-        let t = wait::condition(&api, &format!("survivor-{i}"), "Complete", Duration::from_secs(120)).await?;
-        ensure!(t["status"]["result"].as_str().map(str::trim) == Some(&format!("done-{i}")), "survivor-{i}: {}", t["status"]);
+        let t = wait::condition(
+            &api,
+            &format!("survivor-{i}"),
+            "Complete",
+            Duration::from_secs(120),
+        )
+        .await?;
+        ensure!(
+            t["status"]["result"].as_str().map(str::trim) == Some(&format!("done-{i}")),
+            "survivor-{i}: {}",
+            t["status"]
+        );
     }
     recorder.abort();
     let seen = seen.lock().unwrap().clone();
     for i in 0..N {
         let name = format!("survivor-{i}");
         let uids = seen.get(&name).cloned().unwrap_or_default();
-        ensure!(uids.len() == 1, "{name} had {} Jobs in its life: {uids:?}", uids.len());
+        ensure!(
+            uids.len() == 1,
+            "{name} had {} Jobs in its life: {uids:?}",
+            uids.len()
+        );
     }
     Ok(())
 }

@@ -1,0 +1,17 @@
+//! The longtask API: the `Task` custom resource and every name, label,
+//! environment variable, condition, reason and result key that the operator,
+//! the worker and the manifests share.
+
+pub mod conditions;
+pub mod names;
+pub mod result;
+pub mod task;
+
+pub use task::{Phase, Task, TaskSpec, TaskStatus};
+
+use kube::CustomResourceExt;
+
+/// The CRD as YAML, exactly as `crdgen` prints it and `manifests/crd.yaml` holds it.
+pub fn crd_yaml() -> Result<String, serde_saphyr::SerializeError> {
+    serde_saphyr::to_string(&Task::crd())
+}

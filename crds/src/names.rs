@@ -1,0 +1,77 @@
+//! Names both binaries and the manifests agree on: API identity, labels,
+//! environment variables, field managers, service accounts.
+
+/// API group of the `Task` resource.
+pub const GROUP: &str = "longtask.dev";
+/// API version of the `Task` resource.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` string of the `Task` resource.
+pub const API_VERSION: &str = "longtask.dev/v1alpha1";
+/// Kind of the `Task` resource.
+pub const KIND: &str = "Task";
+/// Plural resource name.
+pub const PLURAL: &str = "tasks";
+/// `kubectl` short name.
+pub const SHORT_NAME: &str = "lt";
+
+/// Longest Task name we accept: the Job takes the Task's name, and the Job
+/// controller copies it into a label value, which is limited to 63 characters.
+pub const MAX_NAME_LEN: usize = 63;
+
+/// Field manager of every write the operator makes.
+pub const OPERATOR_FIELD_MANAGER: &str = "longtask.dev/operator";
+/// Field manager of the worker's result ConfigMap writes.
+pub const WORKER_FIELD_MANAGER: &str = "longtask.dev/worker";
+
+/// ServiceAccount (per namespace) that worker pods run as.
+pub const WORKER_SERVICE_ACCOUNT: &str = "longtask-worker";
+/// RoleBinding (per namespace) granting the worker ClusterRole to that account.
+pub const WORKER_ROLE_BINDING: &str = "longtask-worker";
+/// ClusterRole with the worker's rights (configmaps create/patch).
+pub const WORKER_CLUSTER_ROLE: &str = "longtask-worker";
+/// Name of the single container in every Task's Job.
+pub const WORKER_CONTAINER: &str = "worker";
+/// Name of the scratch volume mounted at [`WORK_DIR`].
+pub const WORK_VOLUME: &str = "longtask";
+/// Mount path of the per-pod scratch volume (an `emptyDir` in real clusters).
+pub const WORK_DIR: &str = "/longtask";
+
+/// Labels the operator puts on Jobs, pods and the worker on result ConfigMaps.
+pub mod labels {
+    /// Name of the owning Task (Job and pod template).
+    pub const TASK_NAME: &str = "longtask.dev/task-name";
+    /// UID of the owning Task (Job, pod template, result ConfigMap).
+    pub const TASK_UID: &str = "longtask.dev/task-uid";
+    /// UID of the Job that produced a result (result ConfigMap).
+    pub const JOB_UID: &str = "longtask.dev/job-uid";
+    /// Label the Job controller puts on its pods, carrying the Job's UID.
+    pub const JOB_CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
+    /// Standard `managed-by` label for objects the operator owns.
+    pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+    /// Value of [`MANAGED_BY`].
+    pub const MANAGED_BY_VALUE: &str = "longtask-operator";
+}
+
+/// Environment variables of the worker container (and of the program it runs).
+pub mod env {
+    /// Name of the Task (set by the operator).
+    pub const TASK_NAME: &str = "LONGTASK_TASK_NAME";
+    /// UID of the Task (set by the operator).
+    pub const TASK_UID: &str = "LONGTASK_TASK_UID";
+    /// Namespace (downward API `metadata.namespace`).
+    pub const NAMESPACE: &str = "LONGTASK_NAMESPACE";
+    /// Pod name (downward API `metadata.name`).
+    pub const POD_NAME: &str = "LONGTASK_POD_NAME";
+    /// Job UID (downward API `metadata.labels['batch.kubernetes.io/controller-uid']`).
+    pub const JOB_UID: &str = "LONGTASK_JOB_UID";
+    /// Writable per-pod directory the worker keeps its files in (set by the operator).
+    pub const WORK_DIR: &str = "LONGTASK_WORK_DIR";
+    /// File the program may write its result to (set by the worker for the program).
+    pub const RESULT: &str = "LONGTASK_RESULT";
+    /// File the program may append progress lines to (set by the worker for the program).
+    pub const PROGRESS: &str = "LONGTASK_PROGRESS";
+    /// Prefix reserved for longtask; Task env entries may not use it.
+    pub const RESERVED_PREFIX: &str = "LONGTASK_";
+    /// Operator: the worker image reference.
+    pub const WORKER_IMAGE: &str = "LONGTASK_WORKER_IMAGE";
+}

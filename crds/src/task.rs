@@ -1,0 +1,191 @@
+//! The `Task` custom resource: spec, status and CRD-level validation.
+
+use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+// Validation notes (not user docs):
+// - The immutability rule sits on the spec so that a later mutable field
+//   (`cancel`) can be excluded by replacing it with per-field rules.
+// - Lists carry maxItems so the API server's CEL cost estimate stays bounded.
+
+/// What the Task runs and within which limits. Immutable once created:
+/// delete the Task and create it again to run it again.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "longtask.dev",
+    version = "v1alpha1",
+    kind = "Task",
+    plural = "tasks",
+    shortname = "lt",
+    namespaced,
+    status = "TaskStatus",
+    derive = "PartialEq",
+    doc = "A Task runs one program to completion in an owned batch/v1 Job and keeps its result in status.",
+    validation = Rule::new("self.metadata.name.size() <= 63").message("metadata.name must be at most 63 characters: the Task's Job takes the Task's name"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Running, Completed or Failed"),
+    printcolumn(name = "Attempts", type_ = "integer", json_path = ".status.attempts", description = "Pods started for this Task"),
+    printcolumn(name = "Job", type_ = "string", json_path = ".status.jobName", description = "The Task's Job"),
+    printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason", description = "Why the Task is in its phase"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(name = "Started", type_ = "date", json_path = ".status.startedAt", priority = 1),
+    printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
+)]
+#[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable: delete the Task and create it again to run it again"))]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSpec {
+    /// The program to run and its first arguments, exec-style (no shell is
+    /// involved unless you name one, e.g. ["sh", "-c", "echo hi"]). The
+    /// program runs inside the longtask worker image, which provides sh and
+    /// coreutils. Required: at least one entry, the first naming the program.
+    #[schemars(length(min = 1, max = 256))]
+    #[x_kube(validation = Rule::new("self.size() > 0 && self[0] != ''").message("spec.command must name the program to run: give at least one non-empty entry, e.g. [sh, -c, 'echo hi']"))]
+    pub command: Vec<String>,
+
+    /// More arguments, appended after `command`. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 4096))]
+    pub args: Vec<String>,
+
+    /// Environment variables for the program (core/v1 EnvVar, so `valueFrom`
+    /// ConfigMap and Secret references work). Names starting with
+    /// `LONGTASK_` are reserved. Default: none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
+    #[x_kube(validation = Rule::new("self.all(e, !e.name.startsWith('LONGTASK_'))").message("spec.env: names starting with LONGTASK_ are reserved for longtask"))]
+    pub env: Vec<EnvVar>,
+
+    /// CPU and memory requests and limits of the program's container
+    /// (core/v1 ResourceRequirements). The scheduler places the Task by its
+    /// requests. Default: none (best effort).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+
+    /// Longest the Task may run, in seconds, counted from the Job's start and
+    /// across all retries; then it fails with reason DeadlineExceeded (the
+    /// Job's activeDeadlineSeconds). At least 1. Default: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_seconds: Option<i64>,
+
+    /// How many times a failed run is retried in a new pod before the Task
+    /// fails with reason BackoffLimitExceeded (the Job's backoffLimit).
+    /// 0 to 10. Default: 0 (one attempt).
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 10))]
+    pub retries: i32,
+
+    /// Seconds after the Task finishes before its Job and pods are deleted
+    /// (the Job's ttlSecondsAfterFinished); the Task keeps its result and
+    /// status. At least 0. Default: the Job and pods stay until the Task is
+    /// deleted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub ttl_seconds_after_finished: Option<i32>,
+}
+
+/// Observed state of a Task, written by the operator only.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatus {
+    // Documented on `Phase`: schemars takes the enum's doc for the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+
+    /// Name of the Job running this Task (equal to the Task's name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_name: Option<String>,
+
+    /// UID of the Job this Task created; a Job with another UID is never adopted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_uid: Option<String>,
+
+    /// Name of the most recent pod of the Job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_name: Option<String>,
+
+    /// When the Job started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<Time>,
+
+    /// When the Task reached Completed or Failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Time>,
+
+    /// Pods started so far (the first run plus retries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<i32>,
+
+    /// Exit code of the program's last run (128+N when killed by signal N).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+
+    /// The program's result: what it wrote to the file $LONGTASK_RESULT, else
+    /// the last 4 KiB of its stdout. At most 32 KiB here (see resultTruncated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+
+    /// True when `result` was cut to 32 KiB; the whole result is in the
+    /// ConfigMap `<task>-result`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_truncated: Option<bool>,
+
+    /// Machine-readable reason for the current phase, e.g. DeadlineExceeded,
+    /// BackoffLimitExceeded, ResultMissing, JobOwnedByOther.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+
+    /// Human-readable explanation of `reason`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+
+    /// The metadata.generation this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+
+    /// Conditions Running, Waiting, Complete, Failed and Finished (True on
+    /// either outcome), as for `kubectl wait --for=condition=TYPE`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}
+
+/// Lifecycle phase: absent until the Job exists, then Running, and finally
+/// Completed or Failed (see reason and message).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum Phase {
+    /// The Job exists and has not finished.
+    Running,
+    /// The program succeeded and its result was accepted.
+    Completed,
+    /// The Task ended without success; `reason` says why.
+    Failed,
+}
+
+impl Phase {
+    /// The phase as it appears in `status.phase`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => crate::conditions::phase::RUNNING,
+            Self::Completed => crate::conditions::phase::COMPLETED,
+            Self::Failed => crate::conditions::phase::FAILED,
+        }
+    }
+
+    /// Completed or Failed: the operator leaves such Tasks alone.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed)
+    }
+}
+
+impl Task {
+    /// True once the Task reached Completed or Failed.
+    pub fn is_terminal(&self) -> bool {
+        self.status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .is_some_and(Phase::is_terminal)
+    }
+}

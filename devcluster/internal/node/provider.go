@@ -1,0 +1,395 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
+)
+
+// provider is VK's PodLifecycleHandler and PodNotifier for one node: VK
+// watches the node's pods and calls it; it runs each pod as a podRun and
+// pushes every status change back through VK's NotifyPods callback.
+type provider struct {
+	a           *agent
+	nodeName    string
+	lister      corev1listers.PodLister
+	recorder    record.EventRecorder
+	allocatable corev1.ResourceList
+
+	mu       sync.Mutex
+	pods     map[string]*podRun // namespace/name
+	writes   map[types.UID]lastWrite
+	notifyFn func(*corev1.Pod)
+}
+
+func newProvider(a *agent, nodeName string, allocatable corev1.ResourceList, recorder record.EventRecorder) *provider {
+	return &provider{a: a, nodeName: nodeName, allocatable: allocatable, recorder: recorder,
+		pods: map[string]*podRun{}, writes: map[types.UID]lastWrite{}}
+}
+
+// NotifyPods implements node.PodNotifier.
+func (p *provider) NotifyPods(_ context.Context, fn func(*corev1.Pod)) {
+	p.mu.Lock()
+	p.notifyFn = fn
+	p.mu.Unlock()
+}
+
+func (p *provider) notify(pod *corev1.Pod) {
+	if p.a.ctx.Err() != nil {
+		return // shutting down: the controllers are gone
+	}
+	p.mu.Lock()
+	fn := p.notifyFn
+	p.mu.Unlock()
+	if fn != nil {
+		fn(pod)
+	}
+}
+
+func (p *provider) get(key string) *podRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pods[key]
+}
+
+// CreatePod implements node.PodLifecycleHandler: it starts the pod's runner.
+// A pod the API server already shows as started is seeded from that
+// status (see seedStatus), which is how an agent restart is handled.
+func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
+	if p.start(pod, false) == nil {
+		return errors.New("node agent is shutting down")
+	}
+	return nil
+}
+
+func (p *provider) start(pod *corev1.Pod, stopped bool) *podRun {
+	key := pod.Namespace + "/" + pod.Name
+	p.mu.Lock()
+	if p.a.ctx.Err() != nil {
+		p.mu.Unlock()
+		return nil // shutdown waits for runners: start none now
+	}
+	old := p.pods[key]
+	if old != nil && old.uid == pod.UID {
+		p.mu.Unlock()
+		return old
+	}
+	r := newPodRun(p, pod)
+	p.pods[key] = r
+	p.a.wg.Add(1)
+	p.mu.Unlock()
+	if old != nil {
+		// A new pod took the name of one that is gone from the API server.
+		old.stop(0, "", "")
+		go p.forgetWhenDone(old)
+	}
+	if stopped {
+		r.mu.Lock()
+		r.deleting = true
+		r.mu.Unlock()
+		r.stop(0, "", "")
+	}
+	go r.run()
+	return r
+}
+
+// UpdatePod implements node.PodLifecycleHandler. Only metadata and the
+// few mutable spec fields can change; the next report carries them.
+func (p *provider) UpdatePod(ctx context.Context, pod *corev1.Pod) error {
+	r := p.get(pod.Namespace + "/" + pod.Name)
+	if r == nil || r.uid != pod.UID {
+		return p.CreatePod(ctx, pod)
+	}
+	r.mu.Lock()
+	status := r.pod.Status
+	r.pod = pod.DeepCopy()
+	r.pod.Status = status
+	r.mu.Unlock()
+	r.armDeadline()
+	r.changed()
+	return nil
+}
+
+// DeletePod implements node.PodLifecycleHandler. VK calls it when the pod
+// gets a deletionTimestamp (stop the containers within the grace period,
+// then finish the deletion) and again once the pod is gone from the API
+// server (forget it).
+func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
+	key := pod.Namespace + "/" + pod.Name
+	cur, err := p.lister.Pods(pod.Namespace).Get(pod.Name)
+	gone := apierrors.IsNotFound(err) || (err == nil && cur.UID != pod.UID)
+	r := p.get(key)
+	if r == nil || r.uid != pod.UID {
+		if gone {
+			return errdefs.NotFoundf("pod %s is not known to this node", key)
+		}
+		// Deleted while the agent was down: record its end, then delete.
+		p.start(pod, true)
+		return nil
+	}
+	grace := 2 * time.Second // the pod is gone already: be quick
+	if !gone {
+		grace = terminationGrace(pod)
+		if g := pod.DeletionGracePeriodSeconds; g != nil {
+			grace = time.Duration(*g) * time.Second
+		}
+	}
+	r.mu.Lock()
+	finished := r.finished
+	alreadyDeleting := r.deleting
+	r.deleting = !gone
+	if !gone {
+		status := r.pod.Status
+		r.pod = pod.DeepCopy()
+		r.pod.Status = status
+	}
+	r.mu.Unlock()
+	r.stop(grace, "", "")
+	switch {
+	case gone:
+		go p.forgetWhenDone(r)
+	case finished && !alreadyDeleting:
+		go p.completeDeletion(r)
+	}
+	return nil
+}
+
+// forgetWhenDone drops a pod once its processes are gone, and deletes its
+// credentials; logs stay on disk.
+func (p *provider) forgetWhenDone(r *podRun) {
+	<-r.done
+	p.mu.Lock()
+	if p.pods[r.key] == r {
+		delete(p.pods, r.key)
+	}
+	delete(p.writes, r.uid)
+	p.mu.Unlock()
+	_ = os.RemoveAll(filepath.Join(r.dir, "serviceaccount"))
+}
+
+// completeDeletion does what a kubelet does once a deleted pod's
+// containers have stopped: make sure the final status is stored (the Job
+// controller counts it), then delete the pod with grace 0. Finalizers are
+// left to their owners.
+func (p *provider) completeDeletion(r *podRun) {
+	if p.a.ctx.Err() != nil {
+		return
+	}
+	final := r.snapshot()
+	ns, name := final.Namespace, final.Name
+	pods := p.a.client.CoreV1().Pods(ns)
+	_ = wait.ExponentialBackoffWithContext(p.a.ctx, wait.Backoff{Duration: 200 * time.Millisecond, Factor: 2, Steps: 8, Cap: 10 * time.Second},
+		func(ctx context.Context) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			cur, err := pods.Get(ctx, name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) || (err == nil && cur.UID != r.uid) {
+				return true, nil
+			}
+			if err != nil {
+				logf("pod %s: get before delete: %v", r.key, err)
+				return false, nil
+			}
+			if _, err := patchStatus(ctx, pods, cur, &final.Status); err != nil {
+				logf("pod %s: final status: %v", r.key, err)
+				return false, nil
+			}
+			zero := int64(0)
+			err = pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &r.uid}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				logf("pod %s: delete: %v", r.key, err)
+				return false, nil
+			}
+			return true, nil
+		})
+}
+
+// GetPod implements node.PodLifecycleHandler. A pod whose name now belongs
+// to a different UID in the API server is reported missing, so that VK
+// creates the new one instead of comparing it with the old.
+func (p *provider) GetPod(_ context.Context, namespace, name string) (*corev1.Pod, error) {
+	r := p.get(namespace + "/" + name)
+	if r == nil {
+		return nil, errdefs.NotFoundf("pod %s/%s is not known to this node", namespace, name)
+	}
+	if cur, err := p.lister.Pods(namespace).Get(name); err == nil && cur.UID != r.uid {
+		return nil, errdefs.NotFoundf("pod %s/%s is not known to this node", namespace, name)
+	}
+	return r.snapshot(), nil
+}
+
+// GetPodStatus implements node.PodLifecycleHandler.
+func (p *provider) GetPodStatus(ctx context.Context, namespace, name string) (*corev1.PodStatus, error) {
+	pod, err := p.GetPod(ctx, namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	return &pod.Status, nil
+}
+
+// GetPods implements node.PodLifecycleHandler.
+func (p *provider) GetPods(context.Context) ([]*corev1.Pod, error) {
+	p.mu.Lock()
+	runs := make([]*podRun, 0, len(p.pods))
+	for _, r := range p.pods {
+		runs = append(runs, r)
+	}
+	p.mu.Unlock()
+	out := make([]*corev1.Pod, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, r.snapshot())
+	}
+	return out, nil
+}
+
+// stopAll kills every pod (agent shutdown) and returns their runners.
+func (p *provider) stopAll(grace time.Duration) []*podRun {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var runs []*podRun
+	for _, r := range p.pods {
+		r.stop(grace, "", "")
+		runs = append(runs, r)
+	}
+	return runs
+}
+
+// patchStatus writes only the status, as a kubelet does: a two-way
+// strategic merge patch from the stored status (so cleared fields are
+// cleared and conditions owned by others are kept), with the UID and
+// resourceVersion of that stored object as preconditions. Unlike a
+// pods/status update it can never put back metadata, such as a finalizer
+// the Job controller has just removed.
+func patchStatus(ctx context.Context, pods corev1client.PodInterface, old *corev1.Pod, st *corev1.PodStatus) (*corev1.Pod, error) {
+	if old.Status.Phase == corev1.PodSucceeded || old.Status.Phase == corev1.PodFailed {
+		return old, nil // a terminal phase is final, whatever a late writer thinks
+	}
+	from, err := json.Marshal(map[string]any{"status": old.Status})
+	if err != nil {
+		return nil, err
+	}
+	to, err := json.Marshal(map[string]any{"status": withForeignConditions(st, old.Status.Conditions)})
+	if err != nil {
+		return nil, err
+	}
+	diff, err := strategicpatch.CreateTwoWayMergePatch(from, to, corev1.Pod{})
+	if err != nil {
+		return nil, err
+	}
+	var patch map[string]any
+	if err := json.Unmarshal(diff, &patch); err != nil {
+		return nil, err
+	}
+	if len(patch) == 0 {
+		return old, nil
+	}
+	patch["metadata"] = map[string]any{"uid": old.UID, "resourceVersion": old.ResourceVersion}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
+	}
+	return pods.Patch(ctx, old.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+}
+
+// nodeConditions are the pod conditions a kubelet owns; the others
+// (PodScheduled, DisruptionTarget, readiness gates, ...) are other writers'.
+var nodeConditions = map[corev1.PodConditionType]bool{
+	corev1.PodReadyToStartContainers: true,
+	corev1.PodInitialized:            true,
+	corev1.ContainersReady:           true,
+	corev1.PodReady:                  true,
+}
+
+// withForeignConditions takes our conditions and everybody else's as
+// currently stored, like the kubelet's status merge, so a patch never
+// removes a condition someone added since our last look.
+func withForeignConditions(st *corev1.PodStatus, stored []corev1.PodCondition) *corev1.PodStatus {
+	out := st.DeepCopy()
+	out.Conditions = nil
+	for _, c := range st.Conditions {
+		if nodeConditions[c.Type] {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	for _, c := range stored {
+		if !nodeConditions[c.Type] {
+			out.Conditions = append(out.Conditions, c)
+		}
+	}
+	return out
+}
+
+// statusPatchingPods is the pod client handed to VK: VK writes status with
+// pods/status updates of the provider's whole pod object, which would also
+// write back stale labels, annotations and finalizers; this turns them into
+// status patches.
+type statusPatchingPods struct {
+	corev1client.PodsGetter
+	p *provider
+}
+
+func (s statusPatchingPods) Pods(namespace string) corev1client.PodInterface {
+	return statusPatchingPodInterface{s.PodsGetter.Pods(namespace), s.p, namespace}
+}
+
+type statusPatchingPodInterface struct {
+	corev1client.PodInterface
+	p         *provider
+	namespace string
+}
+
+// lastWrite is the pod as our previous status patch left it, and the
+// resourceVersion it was based on.
+type lastWrite struct {
+	base   string
+	result *corev1.Pod
+}
+
+// UpdateStatus patches from the freshest copy we know: the informer's, or
+// the result of our own previous write while the informer has not caught
+// up with it (which would otherwise make every quick second write conflict).
+func (c statusPatchingPodInterface) UpdateStatus(ctx context.Context, pod *corev1.Pod, _ metav1.UpdateOptions) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	old, err := c.p.lister.Pods(c.namespace).Get(pod.Name)
+	if err != nil {
+		if old, err = c.Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
+			return nil, err
+		}
+	}
+	if old.UID != pod.UID {
+		return old, nil // a report about an older pod of the same name
+	}
+	c.p.mu.Lock()
+	if lw, ok := c.p.writes[old.UID]; ok && lw.base == old.ResourceVersion {
+		old = lw.result
+	}
+	c.p.mu.Unlock()
+	res, err := patchStatus(ctx, c.PodInterface, old, &pod.Status)
+	if err != nil {
+		return nil, err
+	}
+	c.p.mu.Lock()
+	if res.Status.Phase == corev1.PodSucceeded || res.Status.Phase == corev1.PodFailed {
+		delete(c.p.writes, res.UID) // no further writes
+	} else if res != old {
+		c.p.writes[res.UID] = lastWrite{base: old.ResourceVersion, result: res}
+	}
+	c.p.mu.Unlock()
+	return res, nil
+}

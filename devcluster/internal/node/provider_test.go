@@ -1,0 +1,63 @@
+package node
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestPatchStatusClearsAndKeepsMetadata(t *testing.T) {
+	stored := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u1", ResourceVersion: "7"},
+		Status: corev1.PodStatus{
+			Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{
+				{Type: corev1.PodScheduled, Status: corev1.ConditionTrue},
+				{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", Message: "containers with unready status: [c]"},
+			},
+		},
+	}
+	client := fake.NewClientset(stored.DeepCopy())
+	pods := client.CoreV1().Pods("ns")
+
+	// Meanwhile the Job controller drops its finalizer; our copy is older.
+	ours := stored.DeepCopy()
+	ours.Finalizers = []string{"batch.kubernetes.io/job-tracking"}
+	want := corev1.PodStatus{
+		Phase: corev1.PodSucceeded,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: reasonPodCompleted},
+		},
+	}
+	got, err := patchStatus(context.Background(), pods, stored, &want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != corev1.PodSucceeded || len(got.Finalizers) != 0 {
+		t.Errorf("phase %s finalizers %v", got.Status.Phase, got.Finalizers)
+	}
+	var ready, scheduled *corev1.PodCondition
+	for i := range got.Status.Conditions {
+		switch got.Status.Conditions[i].Type {
+		case corev1.PodReady:
+			ready = &got.Status.Conditions[i]
+		case corev1.PodScheduled:
+			scheduled = &got.Status.Conditions[i]
+		}
+	}
+	if ready == nil || ready.Message != "" || ready.Reason != reasonPodCompleted {
+		t.Errorf("Ready should have its old message cleared: %+v", ready)
+	}
+	if scheduled == nil {
+		t.Error("a condition we do not own must be kept")
+	}
+
+	// A terminal phase is final: a late write is dropped.
+	late := corev1.PodStatus{Phase: corev1.PodRunning}
+	if res, err := patchStatus(context.Background(), pods, got, &late); err != nil || res.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("late write changed a terminal pod: %v %v", res.Status.Phase, err)
+	}
+}

@@ -1,0 +1,209 @@
+//! Every API call of the reconciler, each bounded by the configured timeout
+//! and counted in the metrics. Thin: decisions live in `status.rs`.
+
+use std::future::Future;
+
+use crds::names::{API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
+use crds::{Task, TaskStatus};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use tracing::{info, warn};
+
+use crate::build;
+use crate::context::Context;
+use crate::error::{ApplyError, CallError};
+use crate::events::Note;
+
+/// Runs one API call with the timeout, recording its outcome.
+async fn call<T>(
+    ctx: &Context,
+    verb: &'static str,
+    fut: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, CallError> {
+    let limit = ctx.config.api_timeout;
+    let res = match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r.map_err(CallError::from),
+        Err(_) => Err(CallError::Timeout(limit)),
+    };
+    ctx.metrics.api_request(verb, &res);
+    res
+}
+
+fn apply_params() -> PatchParams {
+    PatchParams::apply(OPERATOR_FIELD_MANAGER).force()
+}
+
+/// The Job named `name`, if it exists.
+pub async fn get_job(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Job>, ApplyError> {
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApplyError::GetJob {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Creates the Job, or returns the one already there (AlreadyExists is
+/// expected after a restart or a stale read; its owner is checked later).
+pub async fn create_job(ctx: &Context, job: &Job) -> Result<Job, ApplyError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let err = |source| ApplyError::CreateJob {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        source,
+    };
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    match call(ctx, "create", api.create(&PostParams::default(), job)).await {
+        Ok(created) => {
+            info!(job = %name, "created Job");
+            ctx.metrics.job_created();
+            Ok(created)
+        }
+        Err(CallError::Kube(kube::Error::Api(s))) if s.is_already_exists() => {
+            info!(job = %name, "Job already exists; reading it");
+            match get_job(ctx, &namespace, &name).await? {
+                Some(j) => Ok(j),
+                None => Err(err(CallError::Kube(kube::Error::Api(s)))),
+            }
+        }
+        Err(e) => Err(err(e)),
+    }
+}
+
+/// Pods controlled by `job` (found by the Task UID label, fenced by Job UID).
+pub async fn list_pods(
+    ctx: &Context,
+    namespace: &str,
+    task_uid: &str,
+    job: &Job,
+) -> Result<Vec<Pod>, ApplyError> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let lp = ListParams::default().labels(&format!("{}={task_uid}", labels::TASK_UID));
+    let list = call(ctx, "list", api.list(&lp))
+        .await
+        .map_err(|source| ApplyError::ListPods {
+            namespace: namespace.to_owned(),
+            name: job.name_any(),
+            source,
+        })?;
+    let job_uid = job.metadata.uid.as_deref();
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.owner_references()
+                .iter()
+                .any(|o| Some(o.uid.as_str()) == job_uid)
+        })
+        .collect())
+}
+
+/// The result ConfigMap `name`, if it exists.
+pub async fn get_result(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<ConfigMap>, ApplyError> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApplyError::GetResult {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Server-side applies the worker's ServiceAccount and RoleBinding.
+pub async fn ensure_worker_rbac(ctx: &Context, namespace: &str) -> Result<(), ApplyError> {
+    let sa = build::worker_service_account(namespace);
+    let sa_name = sa.name_any();
+    let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
+    call(
+        ctx,
+        "apply",
+        api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
+    )
+    .await
+    .map_err(|source| ApplyError::ApplyServiceAccount {
+        namespace: namespace.to_owned(),
+        name: sa_name,
+        source,
+    })?;
+    let rb = build::worker_role_binding(namespace);
+    let rb_name = rb.name_any();
+    let api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), namespace);
+    call(
+        ctx,
+        "apply",
+        api.patch(&rb_name, &apply_params(), &Patch::Apply(&rb)),
+    )
+    .await
+    .map_err(|source| ApplyError::ApplyRoleBinding {
+        namespace: namespace.to_owned(),
+        name: rb_name,
+        source,
+    })?;
+    Ok(())
+}
+
+/// Server-side applies the whole status, fenced by the Task's
+/// resourceVersion so a reconcile from a stale cache gets a conflict
+/// instead of overwriting newer status.
+pub async fn patch_status(
+    ctx: &Context,
+    task: &Task,
+    status: &TaskStatus,
+) -> Result<(), ApplyError> {
+    let namespace = task.namespace().unwrap_or_default();
+    let name = task.name_any();
+    let body = serde_json::json!({
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": { "name": name, "resourceVersion": task.resource_version() },
+        "status": status,
+    });
+    let api: Api<Task> = Api::namespaced(ctx.client.clone(), &namespace);
+    call(
+        ctx,
+        "patch_status",
+        api.patch_status(&name, &apply_params(), &Patch::Apply(&body)),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| ApplyError::PatchStatus {
+        namespace,
+        name,
+        source,
+    })
+}
+
+/// Publishes an Event on the Task; failures are logged, never fatal.
+pub async fn publish(ctx: &Context, task: &Task, note: &Note) {
+    let ev = Event {
+        type_: if note.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: note.reason.to_owned(),
+        note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
+        action: note.action.to_owned(),
+        secondary: None,
+    };
+    let reference = task.object_ref(&());
+    if let Err(e) = call(ctx, "create_event", ctx.recorder.publish(&ev, &reference)).await {
+        warn!(reason = note.reason, error = %e, "cannot publish Event");
+    }
+}

@@ -1,0 +1,245 @@
+//! Pure: what the Job, its pods and the result ConfigMap say about a Task,
+//! gathered into `Facts` that `status.rs` turns into a status.
+
+use crds::conditions::reasons;
+use crds::result::MAX_RESULT_BYTES;
+use crds::{Phase, Task, TaskStatus};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::observe::{self, Finish};
+use crate::status::Observed;
+
+/// The facts a status is assembled from.
+#[derive(Default)]
+pub struct Facts {
+    pub phase: Option<Phase>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub waiting: Option<(String, String)>,
+    pub exit_code: Option<i32>,
+    pub result: Option<String>,
+    pub job_uid: Option<String>,
+    pub pod_name: Option<String>,
+    pub started_at: Option<Time>,
+    pub completed_at: Option<Time>,
+    pub attempts: Option<i32>,
+}
+
+/// Keeps what is recorded (used before a Job exists).
+pub fn carry(prev: &TaskStatus) -> Facts {
+    Facts {
+        phase: prev.phase,
+        reason: prev.reason.clone(),
+        message: prev.message.clone(),
+        exit_code: prev.exit_code,
+        result: prev.result.clone(),
+        job_uid: prev.job_uid.clone(),
+        pod_name: prev.pod_name.clone(),
+        started_at: prev.started_at.clone(),
+        completed_at: prev.completed_at.clone(),
+        attempts: prev.attempts,
+        waiting: None,
+    }
+}
+
+pub fn blocked(task: &Task, prev: &TaskStatus, owner: Option<String>) -> Facts {
+    let name = task.metadata.name.as_deref().unwrap_or_default();
+    let who = owner.map_or("no controller".to_owned(), |u| {
+        format!("the controller with UID {u}")
+    });
+    Facts {
+        reason: Some(reasons::JOB_OWNED_BY_OTHER.to_owned()),
+        message: Some(format!(
+            "a Job named {name} already exists and belongs to {who}, not to this Task; \
+             waiting for it to be deleted"
+        )),
+        ..carry(prev)
+    }
+}
+
+/// The Task's Job vanished or was replaced: finish from the result the
+/// recorded Job left, if any; never adopt another Job.
+pub fn lost(
+    prev: &TaskStatus,
+    obs: &Observed<'_>,
+    task_uid: &str,
+    job_uid: &str,
+    how: String,
+) -> Facts {
+    let job = prev.job_name.as_deref().unwrap_or_default();
+    let completed_at = Some(prev.completed_at.clone().unwrap_or_else(|| obs.now.clone()));
+    let base = Facts {
+        completed_at,
+        ..carry(prev)
+    };
+    match observe::accept_result(obs.result, task_uid, job_uid) {
+        Ok(r) if r.too_large() => Facts {
+            phase: Some(Phase::Failed),
+            reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
+            message: Some(format!(
+                "the result is {} bytes, more than the limit of {MAX_RESULT_BYTES} bytes; its Job {job} {how}",
+                r.result_size
+            )),
+            exit_code: Some(r.exit_code),
+            ..base
+        },
+        Ok(r) if r.exit_code == 0 => Facts {
+            phase: Some(Phase::Completed),
+            reason: Some(reasons::SUCCEEDED.to_owned()),
+            message: Some(format!(
+                "the program succeeded; its Job {job} {how} afterwards"
+            )),
+            exit_code: Some(0),
+            result: Some(r.result),
+            ..base
+        },
+        Ok(r) => Facts {
+            phase: Some(Phase::Failed),
+            reason: Some(reasons::JOB_FAILED.to_owned()),
+            message: Some(format!(
+                "the program exited with code {}; its Job {job} {how} before its final state was read",
+                r.exit_code
+            )),
+            exit_code: Some(r.exit_code),
+            result: Some(r.result),
+            ..base
+        },
+        Err(_) => Facts {
+            phase: Some(Phase::Failed),
+            reason: Some(reasons::JOB_LOST.to_owned()),
+            message: Some(format!(
+                "the Task's Job {job} (UID {job_uid}) {how} and left no result"
+            )),
+            ..base
+        },
+    }
+}
+
+pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
+    let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    let job_uid = job.metadata.uid.clone().unwrap_or_default();
+    let st = job.status.clone().unwrap_or_default();
+    let finish = observe::finish(job);
+    let active = if finish.is_some() {
+        0
+    } else {
+        st.active.unwrap_or(0)
+    };
+    let counted = st.succeeded.unwrap_or(0) + st.failed.unwrap_or(0) + active;
+    let attempts = counted.max(prev.attempts.unwrap_or(0));
+    let newest = observe::newest(obs.pods);
+    let base = Facts {
+        job_uid: Some(job_uid.clone()),
+        pod_name: newest
+            .and_then(|p| p.metadata.name.clone())
+            .or_else(|| prev.pod_name.clone()),
+        started_at: prev
+            .started_at
+            .clone()
+            .or(st.start_time.clone())
+            .or_else(|| Some(obs.now.clone())),
+        attempts: Some(attempts),
+        exit_code: observe::last_exit_code(obs.pods).or(prev.exit_code),
+        ..Facts::default()
+    };
+    let accepted = observe::accept_result(obs.result, task_uid, &job_uid);
+    let Some(finish) = finish else {
+        let waiting = newest.and_then(observe::waiting);
+        return Facts {
+            phase: Some(Phase::Running),
+            reason: waiting.as_ref().map(|w| w.0.to_owned()),
+            message: waiting.as_ref().map(|w| w.1.clone()),
+            waiting: waiting.map(|(r, m)| (r.to_owned(), m)),
+            ..base
+        };
+    };
+    let (cond, failed) = match finish {
+        Finish::Complete(c) => (c, false),
+        Finish::Failed(c) => (c, true),
+    };
+    let completed_at = prev
+        .completed_at
+        .clone()
+        .or_else(|| {
+            if failed {
+                None
+            } else {
+                st.completion_time.clone()
+            }
+        })
+        .or(cond.last_transition_time.clone())
+        .or_else(|| Some(obs.now.clone()));
+    let base = Facts {
+        completed_at,
+        ..base
+    };
+    if !failed {
+        return match accepted {
+            Ok(r) if r.too_large() => Facts {
+                phase: Some(Phase::Failed),
+                reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
+                message: Some(format!(
+                    "the result is {} bytes, more than the limit of {MAX_RESULT_BYTES} bytes",
+                    r.result_size
+                )),
+                exit_code: Some(r.exit_code),
+                ..base
+            },
+            Ok(r) => Facts {
+                phase: Some(Phase::Completed),
+                reason: Some(reasons::SUCCEEDED.to_owned()),
+                message: Some(if r.message.is_empty() {
+                    "the program succeeded".to_owned()
+                } else {
+                    r.message
+                }),
+                exit_code: Some(r.exit_code),
+                result: Some(r.result),
+                ..base
+            },
+            Err(why) => Facts {
+                phase: Some(Phase::Failed),
+                reason: Some(reasons::RESULT_MISSING.to_owned()),
+                message: Some(format!("the Job succeeded but {why}")),
+                ..base
+            },
+        };
+    }
+    let reason = observe::failure_reason(cond.reason.as_deref());
+    let (result, worker_msg, exit_code) = match &accepted {
+        Ok(r) => (
+            (!r.too_large()).then(|| r.result.clone()),
+            r.message.clone(),
+            Some(r.exit_code),
+        ),
+        Err(_) => (None, String::new(), base.exit_code),
+    };
+    let code = exit_code.map_or("unknown".to_owned(), |c| c.to_string());
+    let mut message = match reason {
+        reasons::DEADLINE_EXCEEDED => format!(
+            "the Task ran longer than spec.timeoutSeconds ({}s) and was stopped; last exit code {code}",
+            task.spec.timeout_seconds.unwrap_or_default()
+        ),
+        reasons::BACKOFF_LIMIT_EXCEEDED => format!(
+            "the program failed on all {attempts} attempts (spec.retries: {}); last exit code {code}",
+            task.spec.retries
+        ),
+        _ => format!(
+            "the Job failed ({}): {}; last exit code {code}",
+            cond.reason.as_deref().unwrap_or("no reason"),
+            cond.message.as_deref().unwrap_or("no message")
+        ),
+    };
+    if !worker_msg.is_empty() {
+        message = format!("{message}: {worker_msg}");
+    }
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reason.to_owned()),
+        message: Some(message),
+        exit_code,
+        result,
+        ..base
+    }
+}

@@ -1,0 +1,209 @@
+//! longtask-operator: reconciles `Task`s into owned batch/v1 Jobs.
+
+mod apply;
+mod build;
+mod conditions;
+mod context;
+mod error;
+mod events;
+mod facts;
+#[cfg(test)]
+mod fixtures;
+mod metrics;
+mod observe;
+mod reconcile;
+mod server;
+mod status;
+mod validate;
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use crds::Task;
+use crds::names::{env, labels};
+use futures::StreamExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::runtime::controller::{self, Controller};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use tracing::{error, info, warn};
+use tracing_subscriber::EnvFilter;
+
+use context::{Backoff, Config, Context};
+use metrics::Metrics;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Runs long work in owned batch/v1 Jobs without blocking its reconciler.
+#[derive(Parser, Debug)]
+#[command(name = "longtask-operator", version)]
+struct Cli {
+    /// Image of the worker container in every Task's Job.
+    #[arg(long, env = env::WORKER_IMAGE)]
+    worker_image: String,
+    /// Watch only this namespace (default: all namespaces).
+    #[arg(long, env = "LONGTASK_WATCH_NAMESPACE")]
+    namespace: Option<String>,
+    /// Log format; filter with RUST_LOG (default "info").
+    #[arg(long, value_enum, default_value = "text", env = "LONGTASK_LOG_FORMAT")]
+    log_format: LogFormat,
+    /// Address serving /metrics; "off" disables it, port 0 picks a free port.
+    #[arg(long, default_value = "0.0.0.0:8080", env = "LONGTASK_METRICS_ADDR")]
+    metrics_addr: String,
+    /// Address serving /healthz and /readyz; "off" disables it.
+    #[arg(long, default_value = "0.0.0.0:8081", env = "LONGTASK_HEALTH_ADDR")]
+    health_addr: String,
+    /// Upper bound of every API call, in seconds.
+    #[arg(long, default_value_t = 10, env = "LONGTASK_API_TIMEOUT_SECONDS")]
+    api_timeout_seconds: u64,
+    /// How many Tasks are reconciled at once (0: no limit).
+    #[arg(long, default_value_t = 16, env = "LONGTASK_CONCURRENCY")]
+    concurrency: u16,
+    /// Name of this operator instance in Events (the pod name).
+    #[arg(long, env = "POD_NAME")]
+    instance: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing(cli.log_format);
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!("{e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .init(),
+    }
+}
+
+fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let metrics_addr = server::parse_addr(&cli.metrics_addr)?;
+    let health_addr = server::parse_addr(&cli.health_addr)?;
+    let kube_config = kube::Config::infer()
+        .await
+        .map_err(|e| format!("cannot find cluster credentials (KUBECONFIG or in-cluster): {e}"))?;
+    let client =
+        Client::try_from(kube_config).map_err(|e| format!("cannot build the API client: {e}"))?;
+
+    let reporter = Reporter {
+        controller: "longtask-operator".to_owned(),
+        instance: cli.instance.clone(),
+    };
+    let metrics = Arc::new(Metrics::new());
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        config: Config {
+            worker_image: cli.worker_image.clone(),
+            api_timeout: Duration::from_secs(cli.api_timeout_seconds.max(1)),
+            running_requeue: Duration::from_secs(300),
+            blocked_requeue: Duration::from_secs(15),
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(300),
+        },
+        recorder: Recorder::new(client.clone(), reporter),
+        metrics: metrics.clone(),
+        backoff: Backoff::default(),
+    });
+    for (what, addr) in [("metrics", metrics_addr), ("health", health_addr)] {
+        if let Some(addr) = addr {
+            server::serve(what, addr, metrics.clone())
+                .await
+                .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))?;
+        }
+    }
+
+    let ns = cli.namespace.as_deref();
+    let tasks: Api<Task> = api(&client, ns);
+    let jobs: Api<Job> = api(&client, ns);
+    let pods: Api<Pod> = api(&client, ns);
+    let cms: Api<ConfigMap> = api(&client, ns);
+    let ours = || watcher::Config::default().labels(labels::TASK_UID);
+    let controller = Controller::new(tasks, watcher::Config::default())
+        .owns(jobs, ours())
+        .watches(pods, ours(), task_of_pod)
+        .watches(cms, ours(), task_of_result)
+        .with_config(controller::Config::default().concurrency(cli.concurrency))
+        .shutdown_on_signal();
+    let store = controller.store();
+    let ready = metrics.clone();
+    // Poll with a timeout: the store's readiness signal wakes only its most
+    // recent waiter, and the controller itself waits on it too.
+    tokio::spawn(async move {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
+                Ok(Ok(())) => {
+                    ready.set_ready();
+                    info!("Task cache synced; ready");
+                    break;
+                }
+                Ok(Err(_)) => break,
+                Err(_) => {}
+            }
+        }
+    });
+    info!(namespace = ns.unwrap_or("<all>"), worker_image = %cli.worker_image, "starting controller");
+    controller
+        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .for_each(|res| async move {
+            if let Err(e) = res {
+                match e {
+                    controller::Error::ObjectNotFound(_) => {}
+                    e => warn!(error = %e, "controller"),
+                }
+            }
+        })
+        .await;
+    info!("controller stopped");
+    Ok(())
+}
+
+/// Maps a pod of a Task's Job to that Task (by the label on the pod template).
+fn task_of_pod(pod: Pod) -> Option<ObjectRef<Task>> {
+    let name = pod.labels().get(labels::TASK_NAME)?;
+    Some(ObjectRef::new(name).within(&pod.namespace()?))
+}
+
+/// Maps a result ConfigMap to the Task that owns it.
+fn task_of_result(cm: ConfigMap) -> Option<ObjectRef<Task>> {
+    let owner = cm
+        .owner_references()
+        .iter()
+        .find(|o| o.kind == crds::names::KIND && o.api_version == crds::names::API_VERSION)?;
+    Some(ObjectRef::new(&owner.name).within(&cm.namespace()?))
+}

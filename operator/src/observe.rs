@@ -1,0 +1,172 @@
+//! Pure readings of what the cluster shows: who owns a Job, whether it
+//! finished, which result is trustworthy, what the newest pod says.
+
+use crds::conditions::reasons;
+use crds::names::{self, labels};
+use crds::result::TaskResult;
+use k8s_openapi::api::batch::v1::{Job, JobCondition};
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+
+/// Who controls a Job with the Task's name.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// Controlled by this Task (same UID).
+    Ours,
+    /// Controlled by another object (its UID), or by nothing (`None`).
+    Other(Option<String>),
+}
+
+/// Reads the Job's controller owner reference against the Task's UID.
+pub fn ownership(job: &Job, task_uid: &str) -> Ownership {
+    let controller = job
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true));
+    match controller {
+        Some(o) if o.uid == task_uid && o.kind == names::KIND => Ownership::Ours,
+        Some(o) => Ownership::Other(Some(o.uid.clone())),
+        None => Ownership::Other(None),
+    }
+}
+
+/// How a Job ended, from its terminal conditions.
+#[derive(Debug)]
+pub enum Finish<'a> {
+    Complete(&'a JobCondition),
+    Failed(&'a JobCondition),
+}
+
+/// The Job's terminal condition (`Complete` or `Failed` with status True), if any.
+pub fn finish(job: &Job) -> Option<Finish<'_>> {
+    let conds = job.status.as_ref()?.conditions.as_ref()?;
+    conds
+        .iter()
+        .filter(|c| c.status == "True")
+        .find_map(|c| match c.type_.as_str() {
+            "Complete" => Some(Finish::Complete(c)),
+            "Failed" => Some(Finish::Failed(c)),
+            _ => None,
+        })
+}
+
+/// Maps a Job controller failure reason onto our vocabulary.
+pub fn failure_reason(job_reason: Option<&str>) -> &'static str {
+    match job_reason {
+        Some("DeadlineExceeded") => reasons::DEADLINE_EXCEEDED,
+        Some("BackoffLimitExceeded") => reasons::BACKOFF_LIMIT_EXCEEDED,
+        _ => reasons::JOB_FAILED,
+    }
+}
+
+/// Accepts the result ConfigMap only if it belongs to this Task and this
+/// Job; otherwise says why not, for the status message.
+pub fn accept_result(
+    cm: Option<&ConfigMap>,
+    task_uid: &str,
+    job_uid: &str,
+) -> Result<TaskResult, String> {
+    let Some(cm) = cm else {
+        return Err("no result ConfigMap was written".to_owned());
+    };
+    let name = cm.metadata.name.as_deref().unwrap_or("?");
+    let label = |k: &str| {
+        cm.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(k))
+            .map(String::as_str)
+    };
+    if label(labels::TASK_UID) != Some(task_uid) {
+        return Err(format!(
+            "ConfigMap {name} does not carry this Task's UID ({task_uid}); it was ignored"
+        ));
+    }
+    match label(labels::JOB_UID) {
+        Some(u) if u == job_uid => {}
+        other => {
+            return Err(format!(
+                "ConfigMap {name} was written by Job UID {}, not by this Task's Job {job_uid}; it was ignored",
+                other.unwrap_or("<none>")
+            ));
+        }
+    }
+    let empty = Default::default();
+    TaskResult::from_data(cm.data.as_ref().unwrap_or(&empty))
+        .map_err(|e| format!("ConfigMap {name} is not a valid result: {e}"))
+}
+
+/// The newest pod (by creation time, then name).
+pub fn newest(pods: &[Pod]) -> Option<&Pod> {
+    pods.iter().max_by(|a, b| {
+        let key = |p: &Pod| {
+            (
+                p.metadata.creation_timestamp.clone(),
+                p.metadata.name.clone(),
+            )
+        };
+        key(a).cmp(&key(b))
+    })
+}
+
+/// Exit code of the worker container of `pod`, once it terminated.
+pub fn exit_code(pod: &Pod) -> Option<i32> {
+    let statuses = pod.status.as_ref()?.container_statuses.as_ref()?;
+    let cs = statuses
+        .iter()
+        .find(|c| c.name == names::WORKER_CONTAINER)?;
+    Some(cs.state.as_ref()?.terminated.as_ref()?.exit_code)
+}
+
+/// Exit code of the newest pod that has terminated.
+pub fn last_exit_code(pods: &[Pod]) -> Option<i32> {
+    let mut done: Vec<&Pod> = pods.iter().filter(|p| exit_code(p).is_some()).collect();
+    done.sort_by_key(|p| {
+        (
+            p.metadata.creation_timestamp.clone(),
+            p.metadata.name.clone(),
+        )
+    });
+    done.last().and_then(|p| exit_code(p))
+}
+
+/// Why the pod cannot start, if it cannot: (reason, message).
+pub fn waiting(pod: &Pod) -> Option<(&'static str, String)> {
+    let status = pod.status.as_ref()?;
+    if matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")) {
+        return None;
+    }
+    let unschedulable = status.conditions.iter().flatten().find(|c| {
+        c.type_ == "PodScheduled"
+            && c.status == "False"
+            && c.reason.as_deref() == Some("Unschedulable")
+    });
+    if let Some(c) = unschedulable {
+        return Some((
+            reasons::UNSCHEDULABLE,
+            c.message.clone().unwrap_or_default(),
+        ));
+    }
+    let containers = status.init_container_statuses.iter().flatten();
+    for cs in containers.chain(status.container_statuses.iter().flatten()) {
+        let Some(w) = cs.state.as_ref().and_then(|s| s.waiting.as_ref()) else {
+            continue;
+        };
+        let ours = match w.reason.as_deref() {
+            Some(
+                "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull",
+            ) => reasons::IMAGE_PULL_FAILED,
+            Some("CreateContainerConfigError" | "CreateContainerError") => {
+                reasons::CREATE_CONTAINER_CONFIG_ERROR
+            }
+            _ => continue,
+        };
+        let msg = w
+            .message
+            .clone()
+            .unwrap_or_else(|| w.reason.clone().unwrap_or_default());
+        return Some((ours, msg));
+    }
+    None
+}

@@ -1,0 +1,146 @@
+//! The reconcile pipeline: fetch → validate → build → apply → status.
+//! It never waits for the work: it creates the Job and returns.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crds::result::config_map_name;
+use crds::{Task, TaskStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use tracing::{debug, instrument, warn};
+
+use crate::context::Context;
+use crate::error::Error;
+use crate::observe::{self, Ownership};
+use crate::status::{self, Next, Observed};
+use crate::{apply, build, events, validate};
+
+/// Retry delay after a status patch lost to a newer Task.
+const STALE_REQUEUE: Duration = Duration::from_secs(1);
+
+/// Entry point for the controller.
+#[instrument(skip(task, ctx), fields(namespace = %task.namespace().unwrap_or_default(), task = %task.name_any()))]
+pub async fn reconcile(task: Arc<Task>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let start = Instant::now();
+    let res = run(&task, &ctx).await;
+    ctx.metrics
+        .reconciled(start.elapsed(), res.as_ref().err().map(Error::category));
+    if res.is_ok() {
+        ctx.backoff.reset(&ObjectRef::from_obj(&*task));
+    }
+    res
+}
+
+/// Decides from the error: invalid objects wait for a change, the rest back off per object.
+pub fn error_policy(task: Arc<Task>, err: &Error, ctx: Arc<Context>) -> Action {
+    if err.waits_for_change() {
+        warn!(task = %task.name_any(), error = %err, "reconcile failed; waiting for a change");
+        return Action::await_change();
+    }
+    let cfg = &ctx.config;
+    let delay = ctx.backoff.next_delay(
+        ObjectRef::from_obj(&*task),
+        cfg.backoff_base,
+        cfg.backoff_max,
+    );
+    warn!(task = %task.name_any(), error = %err, retry_in = ?delay, "reconcile failed");
+    Action::requeue(delay)
+}
+
+async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
+    if task.is_terminal() {
+        debug!("terminal; nothing to do");
+        return Ok(Action::await_change());
+    }
+    let id = build::identity(task)?;
+    let now = Time(Timestamp::now());
+    if let Err(message) = validate::validate(task) {
+        let desired = status::invalid(task, message, now);
+        let written = write(ctx, task, desired.status).await?;
+        return Ok(action(ctx, desired.next, written));
+    }
+
+    let mut job = apply::get_job(ctx, id.namespace, id.name).await?;
+    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    if job.is_none() && recorded.is_none() {
+        apply::ensure_worker_rbac(ctx, id.namespace).await?;
+        let built = build::job(task, &ctx.config.worker_image)?;
+        job = Some(apply::create_job(ctx, &built).await?);
+    }
+
+    let ours = job
+        .as_ref()
+        .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
+    let pods = match ours {
+        Some(j) => apply::list_pods(ctx, id.namespace, id.uid, j).await?,
+        None => Vec::new(),
+    };
+    let result = if status::wants_result(task, job.as_ref()) {
+        apply::get_result(ctx, id.namespace, &config_map_name(id.name)).await?
+    } else {
+        None
+    };
+    let observed = Observed {
+        job: job.as_ref(),
+        result: result.as_ref(),
+        pods: &pods,
+        now,
+    };
+    let desired = status::desired(task, &observed);
+    let written = write(ctx, task, desired.status).await?;
+    Ok(action(ctx, desired.next, written))
+}
+
+/// Patches the status unless only timestamps would change, then publishes
+/// the Events the transition deserves.
+async fn write(ctx: &Context, task: &Task, next: TaskStatus) -> Result<Written, Error> {
+    let prev = task.status.as_ref();
+    if !status::needs_patch(prev, &next) {
+        debug!("status unchanged");
+        return Ok(Written::Unchanged);
+    }
+    match apply::patch_status(ctx, task, &next).await {
+        Ok(()) => {}
+        Err(e) if e.is_conflict() => {
+            // Our cached Task is older than the server's: the watch brings
+            // the newer one and reconciles again; nothing was written.
+            debug!("status patch conflicted with a newer Task; retrying soon");
+            return Ok(Written::Stale);
+        }
+        Err(e) => return Err(e.into()),
+    }
+    if let Some(phase) = next.phase.filter(|p| p.is_terminal())
+        && prev.and_then(|p| p.phase) != Some(phase)
+    {
+        ctx.metrics
+            .task_finished(phase.as_str(), next.reason.as_deref().unwrap_or_default());
+    }
+    for note in events::transitions(prev, &next) {
+        apply::publish(ctx, task, &note).await;
+    }
+    Ok(Written::Patched)
+}
+
+/// What `write` did.
+#[derive(PartialEq, Eq)]
+enum Written {
+    Unchanged,
+    Patched,
+    /// The cached Task was stale; look again shortly.
+    Stale,
+}
+
+fn action(ctx: &Context, next: Next, written: Written) -> Action {
+    if written == Written::Stale {
+        return Action::requeue(STALE_REQUEUE);
+    }
+    match next {
+        Next::Done => Action::await_change(),
+        Next::Running => Action::requeue(ctx.config.running_requeue),
+        Next::Blocked => Action::requeue(ctx.config.blocked_requeue),
+    }
+}

@@ -1,0 +1,162 @@
+//! Pure: (Task, Job, result ConfigMap, pods) → the status the Task should
+//! have. Level-based: the same inputs always give the same status, and
+//! timestamps already recorded are kept.
+
+use crds::conditions::reasons;
+use crds::result::{MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, truncate_utf8};
+use crds::{Phase, Task, TaskStatus};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::conditions;
+use crate::facts::{Facts, blocked, carry, from_job, lost};
+use crate::observe::{self, Ownership};
+
+/// What the reconciler saw in the cluster for one Task.
+pub struct Observed<'a> {
+    /// The Job with the Task's name, if it exists.
+    pub job: Option<&'a Job>,
+    /// The ConfigMap `<task>-result`, if it was read and exists.
+    pub result: Option<&'a ConfigMap>,
+    /// Pods of that Job (only when the Job is ours).
+    pub pods: &'a [Pod],
+    /// The time to stamp on anything that changes now.
+    pub now: Time,
+}
+
+/// When to look at the Task again if no watch event comes first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Next {
+    /// Terminal: wait for a change (there should be none).
+    Done,
+    /// The Job runs: watches will tell; requeue rarely as a safety net.
+    Running,
+    /// A Job of another Task holds the name: look again soon.
+    Blocked,
+}
+
+/// The status to write and when to come back.
+#[derive(Debug, PartialEq)]
+pub struct Desired {
+    pub status: TaskStatus,
+    pub next: Next,
+}
+
+/// True when the reconciler should read the result ConfigMap.
+pub fn wants_result(task: &Task, job: Option<&Job>) -> bool {
+    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    match job {
+        None => recorded.is_some(),
+        Some(j) => {
+            observe::finish(j).is_some()
+                || recorded.is_some_and(|r| Some(r) != j.metadata.uid.as_deref())
+        }
+    }
+}
+
+/// The status of a Task whose spec is invalid: Failed, reason InvalidSpec.
+pub fn invalid(task: &Task, message: String, now: Time) -> Desired {
+    let prev = task.status.clone().unwrap_or_default();
+    let facts = Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reasons::INVALID_SPEC.to_owned()),
+        message: Some(message),
+        completed_at: Some(prev.completed_at.clone().unwrap_or_else(|| now.clone())),
+        ..carry(&prev)
+    };
+    assemble(task, &prev, facts, now)
+}
+
+/// The status `task` should have given what the cluster shows.
+pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
+    let prev = task.status.clone().unwrap_or_default();
+    let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    let recorded = prev.job_uid.clone();
+    let facts = match (obs.job, recorded.as_deref()) {
+        (None, None) => carry(&prev),
+        (None, Some(r)) => lost(&prev, obs, task_uid, r, "was deleted".to_owned()),
+        (Some(job), recorded) => {
+            let job_uid = job.metadata.uid.as_deref().unwrap_or_default();
+            match (observe::ownership(job, task_uid), recorded) {
+                (Ownership::Ours, None) => from_job(task, &prev, job, obs),
+                (Ownership::Ours, Some(r)) if r == job_uid => from_job(task, &prev, job, obs),
+                (_, Some(r)) => {
+                    let how =
+                        format!("was replaced by a Job this Task did not create (UID {job_uid})");
+                    lost(&prev, obs, task_uid, r, how)
+                }
+                (Ownership::Other(owner), None) => blocked(task, &prev, owner),
+            }
+        }
+    };
+    assemble(task, &prev, facts, obs.now.clone())
+}
+
+/// Turns facts into the status: conditions, bounded result and message.
+fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
+    let generation = task.metadata.generation;
+    let name = task.metadata.name.clone();
+    let conditions = conditions::compute(
+        &prev.conditions,
+        &f.phase,
+        f.reason.as_deref(),
+        f.message.as_deref(),
+        f.waiting.as_ref(),
+        &now,
+        generation,
+    );
+    let (result, truncated) = match f.result {
+        Some(r) if r.len() > MAX_STATUS_RESULT_BYTES => (
+            Some(truncate_utf8(&r, MAX_STATUS_RESULT_BYTES).to_owned()),
+            Some(true),
+        ),
+        r => (r, None),
+    };
+    let next = match (f.phase, f.reason.as_deref()) {
+        (Some(p), _) if p.is_terminal() => Next::Done,
+        (_, Some(reasons::JOB_OWNED_BY_OTHER)) => Next::Blocked,
+        _ => Next::Running,
+    };
+    let status = TaskStatus {
+        phase: f.phase,
+        job_name: f.job_uid.as_ref().and(name),
+        job_uid: f.job_uid,
+        pod_name: f.pod_name,
+        started_at: f.started_at,
+        completed_at: f.completed_at,
+        attempts: f.attempts,
+        exit_code: f.exit_code,
+        result,
+        result_truncated: truncated,
+        reason: f.reason,
+        message: f
+            .message
+            .map(|m| truncate_utf8(&m, MAX_MESSAGE_BYTES).to_owned()),
+        observed_generation: generation,
+        conditions,
+    };
+    Desired { status, next }
+}
+
+/// False when `desired` differs from `current` in nothing but timestamps.
+pub fn needs_patch(current: Option<&TaskStatus>, desired: &TaskStatus) -> bool {
+    let strip = |s: &TaskStatus| {
+        let mut s = s.clone();
+        s.started_at = None;
+        s.completed_at = None;
+        for c in &mut s.conditions {
+            c.last_transition_time = Time(Default::default());
+        }
+        s
+    };
+    strip(&current.cloned().unwrap_or_default()) != strip(desired)
+}
+
+#[cfg(test)]
+#[path = "status_tests.rs"]
+mod tests;
+
+#[cfg(test)]
+#[path = "status_table_tests.rs"]
+mod table_tests;

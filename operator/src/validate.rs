@@ -1,0 +1,111 @@
+//! Checks the CRD schema already enforces at `kubectl apply`, repeated here so
+//! a Task that slipped past them (an older CRD, a bypassed webhook) fails
+//! with reason InvalidSpec instead of producing a broken Job.
+
+use crds::Task;
+use crds::names::{MAX_NAME_LEN, env};
+
+/// `Ok` or a message naming the offending field.
+pub fn validate(task: &Task) -> Result<(), String> {
+    let name = task.metadata.name.as_deref().unwrap_or_default();
+    if name.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "metadata.name is {} characters long; at most {MAX_NAME_LEN} are allowed because the Job takes the Task's name",
+            name.len()
+        ));
+    }
+    let spec = &task.spec;
+    match spec.command.first() {
+        None => return Err("spec.command is empty: name the program to run".to_owned()),
+        Some(p) if p.is_empty() => {
+            return Err("spec.command[0] is empty: name the program to run".to_owned());
+        }
+        Some(_) => {}
+    }
+    if !(0..=10).contains(&spec.retries) {
+        return Err(format!(
+            "spec.retries is {}; it must be between 0 and 10",
+            spec.retries
+        ));
+    }
+    if let Some(t) = spec.timeout_seconds.filter(|t| *t < 1) {
+        return Err(format!("spec.timeoutSeconds is {t}; it must be at least 1"));
+    }
+    if let Some(t) = spec.ttl_seconds_after_finished.filter(|t| *t < 0) {
+        return Err(format!(
+            "spec.ttlSecondsAfterFinished is {t}; it must be at least 0"
+        ));
+    }
+    if let Some(e) = spec
+        .env
+        .iter()
+        .find(|e| e.name.starts_with(env::RESERVED_PREFIX))
+    {
+        return Err(format!(
+            "spec.env: {} is reserved; names starting with {} belong to longtask",
+            e.name,
+            env::RESERVED_PREFIX
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crds::TaskSpec;
+    use k8s_openapi::api::core::v1::EnvVar;
+
+    fn task(name: &str, f: impl FnOnce(&mut TaskSpec)) -> Task {
+        let mut spec = TaskSpec {
+            command: vec!["sh".into()],
+            args: vec![],
+            env: vec![],
+            resources: None,
+            timeout_seconds: None,
+            retries: 0,
+            ttl_seconds_after_finished: None,
+        };
+        f(&mut spec);
+        Task::new(name, spec)
+    }
+
+    #[test]
+    fn table() {
+        let long = "a".repeat(64);
+        let cases: Vec<(Task, Option<&str>)> = vec![
+            (task("ok", |_| {}), None),
+            (task(&long, |_| {}), Some("metadata.name")),
+            (task("t", |s| s.command.clear()), Some("spec.command")),
+            (
+                task("t", |s| s.command = vec![String::new()]),
+                Some("spec.command[0]"),
+            ),
+            (task("t", |s| s.retries = 11), Some("spec.retries")),
+            (
+                task("t", |s| s.timeout_seconds = Some(0)),
+                Some("spec.timeoutSeconds"),
+            ),
+            (
+                task("t", |s| s.ttl_seconds_after_finished = Some(-1)),
+                Some("spec.ttlSecondsAfterFinished"),
+            ),
+            (
+                task("t", |s| {
+                    s.env = vec![EnvVar {
+                        name: "LONGTASK_RESULT".into(),
+                        ..EnvVar::default()
+                    }]
+                }),
+                Some("spec.env"),
+            ),
+        ];
+        for (i, (t, want)) in cases.iter().enumerate() {
+            match (validate(t), want) {
+                (Ok(()), None) => {}
+                (Err(m), Some(field)) => assert!(m.starts_with(field), "case {i}: {m}"),
+                (got, want) => panic!("case {i}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+}

@@ -1,0 +1,126 @@
+//! longtask-worker: runs a Task's program inside its Job's pod and reports
+//! the result to the operator through the ConfigMap `<task>-result`.
+
+mod identity;
+mod paths;
+mod report;
+mod run;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use crds::names::env;
+use crds::result::{MAX_MESSAGE_BYTES, STDOUT_TAIL_BYTES, TaskResult, truncate_utf8};
+use k8s_openapi::jiff::Timestamp;
+
+/// Runs a program for a longtask Task and records its result.
+#[derive(Parser, Debug)]
+#[command(name = "longtask-worker", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Run PROGRAM with ARGS, pass its output through, write the result.
+    Run {
+        /// The program and its arguments, after `--`.
+        #[arg(last = true, required = true, num_args = 1.., value_name = "PROGRAM [ARGS]")]
+        program: Vec<String>,
+    },
+}
+
+/// Prints one of the worker's own messages on stderr, never on stdout.
+pub fn say(msg: &str) {
+    eprintln!("longtask-worker: {msg}");
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Cmd::Run { program } = cli.command;
+    let code = run_task(&program).await;
+    ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
+}
+
+async fn run_task(program: &[String]) -> i32 {
+    let vars: HashMap<String, String> = std::env::vars().collect();
+    let id = identity::from_env(&vars);
+    if let Err(missing) = &id {
+        say(&format!(
+            "not running in a longtask Job ({} unset): running the program without reporting a result",
+            missing.join(", ")
+        ));
+    }
+    let run_name = id.as_ref().map_or("local", |i| i.pod_name.as_str());
+    let base = vars.get(env::WORK_DIR).map(PathBuf::from);
+    let files = match paths::prepare(base.as_deref(), run_name) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            say(&format!("no writable directory for $LONGTASK_RESULT: {e}"));
+            None
+        }
+    };
+    let mut child_env = Vec::new();
+    if let Some(f) = &files {
+        child_env.push((
+            env::RESULT.to_owned(),
+            f.result.to_string_lossy().into_owned(),
+        ));
+        child_env.push((
+            env::PROGRESS.to_owned(),
+            f.progress.to_string_lossy().into_owned(),
+        ));
+    }
+
+    let outcome = run::run(program, &child_env, STDOUT_TAIL_BYTES).await;
+    let (result, result_size, note) = match &files {
+        Some(f) => report::read_result(&f.result, &outcome.stdout_tail),
+        None => report::read_result(std::path::Path::new(""), &outcome.stdout_tail),
+    };
+    let message = [
+        outcome.message.as_str(),
+        note.as_deref().unwrap_or_default(),
+    ]
+    .iter()
+    .filter(|m| !m.is_empty())
+    .copied()
+    .collect::<Vec<_>>()
+    .join("; ");
+    if !message.is_empty() {
+        say(&message);
+    }
+    let r = TaskResult {
+        result,
+        exit_code: outcome.exit_code,
+        finished_at: Timestamp::now().to_string(),
+        message: truncate_utf8(&message, MAX_MESSAGE_BYTES).to_owned(),
+        result_size,
+    };
+    if let Ok(id) = &id {
+        match report::write(id, &r).await {
+            Ok(()) => say(&format!("result written (exit code {})", r.exit_code)),
+            Err(e) => say(&format!("RESULT NOT WRITTEN: {e}")),
+        }
+    }
+    if let Some(f) = &files {
+        let _ = std::fs::remove_dir_all(&f.dir);
+    }
+    outcome.exit_code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cli_takes_everything_after_dashes() {
+        let cli = Cli::try_parse_from(["w", "run", "--", "sh", "-c", "echo --x"]).unwrap();
+        let Cmd::Run { program } = cli.command;
+        assert_eq!(program, vec!["sh", "-c", "echo --x"]);
+        assert!(Cli::try_parse_from(["w", "run"]).is_err());
+    }
+}

@@ -1,0 +1,164 @@
+//! The result: read it, and write it as the ConfigMap `<task>-result` with
+//! server-side apply, fenced by the Task and Job UIDs in its labels.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use crds::names::{self, labels};
+use crds::result::{self, MAX_RESULT_BYTES, TaskResult};
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Patch, PatchParams};
+use kube::{Api, Client};
+
+use crate::identity::Identity;
+
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+const ATTEMPTS: u32 = 3;
+
+/// The result text and the size of the whole result: the result file if the
+/// program wrote one, else the tail of stdout. A note says when it was cut.
+pub fn read_result(file: &Path, stdout_tail: &[u8]) -> (String, usize, Option<String>) {
+    match std::fs::metadata(file) {
+        Ok(m) if m.len() > MAX_RESULT_BYTES as u64 => {
+            let size = usize::try_from(m.len()).unwrap_or(usize::MAX);
+            let note = format!(
+                "the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES} bytes"
+            );
+            (String::new(), size, Some(note))
+        }
+        Ok(_) => match std::fs::read(file) {
+            Ok(bytes) => (
+                String::from_utf8_lossy(&bytes).into_owned(),
+                bytes.len(),
+                None,
+            ),
+            Err(e) => (
+                String::new(),
+                0,
+                Some(format!("cannot read the result file: {e}")),
+            ),
+        },
+        Err(_) => {
+            // The tail may start inside a UTF-8 sequence: skip continuation bytes.
+            let start = stdout_tail
+                .iter()
+                .take(3)
+                .take_while(|b| (**b & 0xC0) == 0x80)
+                .count();
+            let text = String::from_utf8_lossy(&stdout_tail[start..]).into_owned();
+            let size = text.len();
+            (text, size, None)
+        }
+    }
+}
+
+/// The ConfigMap holding `r` for the Task and Job of `id`.
+pub fn config_map(id: &Identity, r: &TaskResult) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(result::config_map_name(&id.task_name)),
+            namespace: Some(id.namespace.clone()),
+            labels: Some(BTreeMap::from([
+                (labels::TASK_UID.to_owned(), id.task_uid.clone()),
+                (labels::JOB_UID.to_owned(), id.job_uid.clone()),
+            ])),
+            owner_references: Some(vec![OwnerReference {
+                api_version: names::API_VERSION.to_owned(),
+                kind: names::KIND.to_owned(),
+                name: id.task_name.clone(),
+                uid: id.task_uid.clone(),
+                controller: None,
+                block_owner_deletion: None,
+            }]),
+            ..ObjectMeta::default()
+        },
+        data: Some(r.to_data()),
+        ..ConfigMap::default()
+    }
+}
+
+/// Applies the result ConfigMap, retrying transient failures a few times.
+pub async fn write(id: &Identity, r: &TaskResult) -> Result<(), String> {
+    let client = tokio::time::timeout(CALL_TIMEOUT, Client::try_default())
+        .await
+        .map_err(|_| "no API client within 10s".to_owned())?
+        .map_err(|e| format!("cannot build the API client: {e}"))?;
+    let api: Api<ConfigMap> = Api::namespaced(client, &id.namespace);
+    let cm = config_map(id, r);
+    let name = result::config_map_name(&id.task_name);
+    let pp = PatchParams::apply(names::WORKER_FIELD_MANAGER).force();
+    let mut last = String::new();
+    for attempt in 1..=ATTEMPTS {
+        match tokio::time::timeout(CALL_TIMEOUT, api.patch(&name, &pp, &Patch::Apply(&cm))).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(kube::Error::Api(s))) if s.code < 500 && s.code != 429 => {
+                return Err(format!(
+                    "the API server refused ConfigMap {name}: {} ({})",
+                    s.message, s.code
+                ));
+            }
+            Ok(Err(e)) => last = format!("cannot apply ConfigMap {name}: {e}"),
+            Err(_) => last = format!("cannot apply ConfigMap {name}: no answer within 10s"),
+        }
+        if attempt < ATTEMPTS {
+            tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
+        }
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_file_wins_over_stdout() {
+        let dir = std::env::temp_dir().join(format!("lt-report-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let f = dir.join("result");
+        assert_eq!(read_result(&f, b"tail\n"), ("tail\n".to_owned(), 5, None));
+        std::fs::write(&f, b"42\n").unwrap();
+        assert_eq!(read_result(&f, b"tail\n"), ("42\n".to_owned(), 3, None));
+        std::fs::write(&f, vec![b'x'; MAX_RESULT_BYTES + 1]).unwrap();
+        let (text, size, note) = read_result(&f, b"");
+        assert!(text.is_empty() && size == MAX_RESULT_BYTES + 1 && note.is_some());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn tail_skips_a_cut_character() {
+        let missing = Path::new("/nonexistent/longtask/result");
+        let tail = [0xA9, b'o', b'k'];
+        assert_eq!(read_result(missing, &tail).0, "ok");
+    }
+
+    #[test]
+    fn config_map_is_fenced_and_owned() {
+        let id = Identity {
+            task_name: "t".into(),
+            task_uid: "tu".into(),
+            namespace: "ns".into(),
+            job_uid: "ju".into(),
+            pod_name: "p".into(),
+        };
+        let r = TaskResult {
+            result: "1".into(),
+            exit_code: 0,
+            finished_at: "x".into(),
+            message: String::new(),
+            result_size: 1,
+        };
+        let cm = config_map(&id, &r);
+        assert_eq!(cm.metadata.name.as_deref(), Some("t-result"));
+        let l = cm.metadata.labels.unwrap();
+        assert_eq!(
+            (l[labels::TASK_UID].as_str(), l[labels::JOB_UID].as_str()),
+            ("tu", "ju")
+        );
+        let o = &cm.metadata.owner_references.unwrap()[0];
+        assert_eq!((o.uid.as_str(), o.controller), ("tu", None));
+        assert_eq!(cm.data.unwrap()[result::keys::EXIT_CODE], "0");
+    }
+}
