@@ -61,6 +61,9 @@ func (r *podRun) supervise(c *ctr, isInit bool) bool {
 			}
 			continue
 		}
+		if r.isStopped() {
+			return false
+		}
 		r.runInstance(c, cfg)
 		if r.isStopped() {
 			return false

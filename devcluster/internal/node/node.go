@@ -133,7 +133,7 @@ func Main(args []string) error {
 	events.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: a.client.CoreV1().Events("")})
 	defer events.Shutdown()
 
-	fatal := make(chan error, len(names))
+	fatal := make(chan error, 2*len(names))
 	var running []*vkNode
 	for _, name := range names {
 		recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: name})

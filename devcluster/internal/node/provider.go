@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -71,9 +70,9 @@ func (p *provider) get(key string) *podRun {
 // A pod the API server already shows as started is seeded from that
 // status (see seedStatus), which is how an agent restart is handled.
 func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
-	if p.start(pod, false) == nil {
-		return errors.New("node agent is shutting down")
-	}
+	// During shutdown start refuses; no error, since VK would mark the pod
+	// Failed (ProviderFailed). It stays Pending for the next agent.
+	p.start(pod, false)
 	return nil
 }
 

@@ -81,6 +81,17 @@ func TestShouldRestartHonoursContainerPolicy(t *testing.T) {
 	}
 }
 
+func TestInitContainersRunOnce(t *testing.T) {
+	always := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways}
+	never := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}
+	if initShouldRestart(always, 0) {
+		t.Error("a succeeded init container never runs again, even with restartPolicy Always")
+	}
+	if !initShouldRestart(always, 1) || initShouldRestart(never, 1) {
+		t.Error("a failed init container is retried unless the policy is Never")
+	}
+}
+
 func TestComputeStatusConditions(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Generation: 2}, Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever}}
 	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
+	"syscall"
 	"time"
 
 	vknode "github.com/virtual-kubelet/virtual-kubelet/node"
@@ -148,10 +150,26 @@ func nodeObject(name string, port int, capacity corev1.ResourceList) *corev1.Nod
 				OperatingSystem:         "linux",
 				Architecture:            runtime.GOARCH,
 				OSImage:                 "devcluster (pods are host processes)",
+				KernelVersion:           kernelVersion(),
 				ContainerRuntimeVersion: "devcluster://1",
 			},
 		},
 	}
+}
+
+func kernelVersion() string {
+	var u syscall.Utsname
+	if syscall.Uname(&u) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, c := range u.Release {
+		if c == 0 {
+			break
+		}
+		b.WriteByte(byte(c))
+	}
+	return b.String()
 }
 
 // removeReadinessTaints drops the taints that stand for "not ready": the
