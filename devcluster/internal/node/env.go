@@ -284,7 +284,9 @@ func podFieldValue(pod *corev1.Pod, path string) (string, error) {
 		return pod.Spec.NodeName, nil
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
-	case "status.podIP", "status.podIPs", "status.hostIP", "status.hostIPs":
+	case "status.podIP", "status.podIPs":
+		return podIP(pod), nil
+	case "status.hostIP", "status.hostIPs":
 		return loopbackIP, nil
 	}
 	return "", configErrorf("unsupported fieldRef fieldPath %q", path)

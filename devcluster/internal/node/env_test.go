@@ -162,7 +162,7 @@ func TestPodFieldValue(t *testing.T) {
 		`metadata.annotations["note"]`: "hi",
 		"spec.nodeName":                "devcluster-node-0",
 		"spec.serviceAccountName":      "sa",
-		"status.podIP":                 "127.0.0.1",
+		"status.podIP":                 podIP(pod),
 		"status.hostIP":                "127.0.0.1",
 	} {
 		got, err := podFieldValue(pod, path)

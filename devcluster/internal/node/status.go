@@ -135,9 +135,10 @@ func computeStatus(pod *corev1.Pod, prev corev1.PodStatus, f podFacts, now metav
 	if f.reason != "" {
 		st.Reason, st.Message = f.reason, f.message
 	}
-	st.HostIP, st.PodIP = loopbackIP, loopbackIP
+	ip := podIP(pod)
+	st.HostIP, st.PodIP = loopbackIP, ip
 	st.HostIPs = []corev1.HostIP{{IP: loopbackIP}}
-	st.PodIPs = []corev1.PodIP{{IP: loopbackIP}}
+	st.PodIPs = []corev1.PodIP{{IP: ip}}
 	if st.StartTime == nil && !f.startTime.IsZero() {
 		t := f.startTime
 		st.StartTime = &t

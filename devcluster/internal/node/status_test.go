@@ -1,11 +1,15 @@
 package node
 
 import (
+	"fmt"
+	"net"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func running(name string) corev1.ContainerStatus {
@@ -101,7 +105,7 @@ func TestComputeStatusConditions(t *testing.T) {
 
 	f := podFacts{initialized: true, sandboxReady: true, startTime: t0, statuses: []corev1.ContainerStatus{running("a")}}
 	st := computeStatus(pod, prev, f, t0)
-	if st.Phase != corev1.PodRunning || st.QOSClass != corev1.PodQOSBestEffort || st.PodIP != "127.0.0.1" || st.HostIP != "127.0.0.1" {
+	if st.Phase != corev1.PodRunning || st.QOSClass != corev1.PodQOSBestEffort || st.PodIP != podIP(pod) || st.HostIP != "127.0.0.1" {
 		t.Fatalf("unexpected status %+v", st)
 	}
 	if st.StartTime == nil || !st.StartTime.Equal(&t0) {
@@ -196,5 +200,25 @@ func TestTerminatedState(t *testing.T) {
 	}
 	if s := terminatedState(137, 9, now, now, "id", ""); s.Reason != reasonError || s.Message != "killed by signal 9" || s.Signal != 9 {
 		t.Errorf("signal: %+v", s)
+	}
+}
+
+func TestPodIPIsLoopbackStableAndDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 2000; i++ {
+		pod := &corev1.Pod{}
+		pod.UID = types.UID(fmt.Sprintf("uid-%d", i))
+		ip := podIP(pod)
+		parsed := net.ParseIP(ip)
+		if parsed == nil || !parsed.IsLoopback() || strings.HasPrefix(ip, "127.0.0.") {
+			t.Fatalf("podIP %q: want a loopback address outside 127.0.0.0/24", ip)
+		}
+		if ip != podIP(pod) {
+			t.Fatalf("podIP not stable for %s", pod.UID)
+		}
+		seen[ip] = true
+	}
+	if len(seen) < 1990 {
+		t.Fatalf("only %d distinct addresses for 2000 pods", len(seen))
 	}
 }
