@@ -4,11 +4,13 @@ mod apply;
 mod build;
 mod conditions;
 mod context;
+mod election;
 mod error;
 mod events;
 mod facts;
 #[cfg(test)]
 mod fixtures;
+mod leader;
 mod metrics;
 mod observe;
 mod reconcile;
@@ -68,9 +70,17 @@ struct Cli {
     /// How many Tasks are reconciled at once (0: no limit).
     #[arg(long, default_value_t = 16, env = "LONGTASK_CONCURRENCY")]
     concurrency: u16,
-    /// Name of this operator instance in Events (the pod name).
+    /// Name of this operator instance in Events and in the Lease (the pod name).
     #[arg(long, env = "POD_NAME")]
     instance: Option<String>,
+    /// Namespace of the leader-election Lease (the pod's namespace). Without
+    /// it, or with --leader-election=false, this instance leads alone: run
+    /// only one then.
+    #[arg(long, env = "POD_NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// Elect one leader among the replicas through a Lease.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "LONGTASK_LEADER_ELECTION")]
+    leader_election: bool,
 }
 
 #[tokio::main]
@@ -148,6 +158,71 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
     }
 
+    let elector = match (&cli.lease_namespace, cli.leader_election) {
+        (Some(lease_ns), true) => {
+            let me = cli
+                .instance
+                .clone()
+                .unwrap_or_else(|| format!("longtask-operator-{}", std::process::id()));
+            Some(election::Elector::new(
+                client.clone(),
+                lease_ns,
+                &me,
+                leader::Timings::default(),
+            ))
+        }
+        _ => {
+            warn!(
+                "leader election off (no POD_NAMESPACE, or --leader-election=false): run one replica only"
+            );
+            None
+        }
+    };
+    let Some(elector) = elector else {
+        run_controller(&cli, client, ctx, metrics).await;
+        return Ok(());
+    };
+    // A standby serves and is ready: it is healthy, just not leading.
+    let standby_ready = metrics.clone();
+    let acquired = tokio::select! {
+        t = elector.acquire(move || standby_ready.set_ready()) => t,
+        () = shutdown_signal() => {
+            info!("stopping while standing by");
+            return Ok(());
+        }
+    };
+    metrics.set_leader(true);
+    tokio::select! {
+        biased;
+        lost = elector.keep(acquired) => {
+            // Stop reconciling at once: the pod restarts as a standby.
+            Err(format!("{lost}; exiting"))
+        }
+        () = run_controller(&cli, client, ctx, metrics.clone()) => {
+            elector.release().await;
+            Ok(())
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
+async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: Arc<Metrics>) {
     let ns = cli.namespace.as_deref();
     let tasks: Api<Task> = api(&client, ns);
     let jobs: Api<Job> = api(&client, ns);
@@ -190,7 +265,6 @@ async fn run(cli: Cli) -> Result<(), String> {
         })
         .await;
     info!("controller stopped");
-    Ok(())
 }
 
 /// Maps a pod of a Task's Job to that Task (by the label on the pod template).

@@ -7,6 +7,7 @@ use std::time::Duration;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -38,6 +39,7 @@ pub struct Metrics {
     api_requests: Family<ApiLabels, Counter>,
     jobs_created: Counter,
     tasks_finished: Family<FinishLabels, Counter>,
+    leader: Gauge,
     ready: AtomicBool,
 }
 
@@ -56,6 +58,12 @@ impl Metrics {
         let api_requests = Family::<ApiLabels, Counter>::default();
         let jobs_created = Counter::default();
         let tasks_finished = Family::<FinishLabels, Counter>::default();
+        let leader = Gauge::default();
+        registry.register(
+            "leader",
+            "1 while this instance holds the leader Lease and runs the controller",
+            leader.clone(),
+        );
         registry.register("reconciles", "Reconciles run", reconciles.clone());
         registry.register(
             "reconcile_errors",
@@ -90,6 +98,7 @@ impl Metrics {
             api_requests,
             jobs_created,
             tasks_finished,
+            leader,
             ready: AtomicBool::new(false),
         }
     }
@@ -132,6 +141,10 @@ impl Metrics {
         self.tasks_finished
             .get_or_create(&FinishLabels { phase, reason })
             .inc();
+    }
+
+    pub fn set_leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     pub fn set_ready(&self) {

@@ -5,7 +5,10 @@
 
 #![allow(clippy::unwrap_used)]
 
+pub mod jobs;
 pub mod kubectl;
+pub mod operator;
+pub mod procs;
 pub mod wait;
 
 use std::path::{Path, PathBuf};

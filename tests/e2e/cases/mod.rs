@@ -1,6 +1,7 @@
 //! The end-to-end cases, grouped by what they prove.
 
 mod basics;
+mod ha;
 mod restart;
 mod scale;
 mod validation;
@@ -42,4 +43,5 @@ pub static ALL: &[Case] = &[
     ),
     case!(never_blocks, true, scale::never_blocks),
     case!(restart_safe, true, restart::restart_safe),
+    case!(leader_failover, true, ha::leader_failover),
 ];

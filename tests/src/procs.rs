@@ -1,0 +1,52 @@
+//! Processes of this machine: the devcluster runs pods as host processes,
+//! so a test finds a pod's program through /proc and signals it directly.
+
+use std::path::PathBuf;
+
+fn pid_dirs() -> Vec<(i32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_string_lossy().parse::<i32>().ok()?;
+            Some((pid, e.path()))
+        })
+        .collect()
+}
+
+/// Pids whose command line contains `needle`.
+pub fn with_cmdline(needle: &str) -> Vec<i32> {
+    pid_dirs()
+        .into_iter()
+        .filter(|(_, p)| {
+            std::fs::read(p.join("cmdline"))
+                .map(|b| String::from_utf8_lossy(&b).contains(needle))
+                .unwrap_or(false)
+        })
+        .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Pids whose command line contains `cmd` and whose environment holds `var` exactly.
+pub fn with_env(cmd: &str, var: &str) -> Vec<i32> {
+    with_cmdline(cmd)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .map(|b| b.split(|c| *c == 0).any(|kv| kv == var.as_bytes()))
+                .unwrap_or(false)
+        })
+        .collect()
+}
+
+/// Sends `sig` (e.g. "KILL", "STOP", "CONT") to `pid` with kill(1).
+pub fn signal(pid: i32, sig: &str) -> anyhow::Result<()> {
+    let st = std::process::Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()?;
+    anyhow::ensure!(st.success(), "kill -{sig} {pid}: {st}");
+    Ok(())
+}
