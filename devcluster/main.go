@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/component-base/version"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
-	"k8s.io/component-base/version"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"longtask.dev/devcluster/internal/cluster"

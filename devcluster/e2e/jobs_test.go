@@ -218,3 +218,31 @@ func TestServiceAccountRBAC(t *testing.T) {
 		t.Errorf("want a 403 Forbidden for system:serviceaccount:%s:reader; logs:\n%s", ns, out)
 	}
 }
+
+// An image the node has no program for fails like an image pull does.
+func TestUnknownImageIsErrImagePull(t *testing.T) {
+	ns := namespace(t)
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "nope"},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers:    []corev1.Container{{Name: "main", Image: "example.invalid/nope:1"}},
+		},
+	}
+	if _, err := client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 30*time.Second, "ErrImagePull", func() (bool, error) {
+		p, err := client.CoreV1().Pods(ns).Get(ctx, "nope", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if w := s.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+				return p.Status.Phase == corev1.PodPending, nil
+			}
+		}
+		return false, nil
+	})
+}
