@@ -23,6 +23,7 @@ import (
 const usage = `usage:
   devcluster up --dir DIR [--nodes N] [--node-cpu CPU] [--node-memory MEM] [--image REF=PATH]... [--audit]
   devcluster down --dir DIR
+  devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node)
   devcluster version
 (internal, started by up: etcd, apiserver, controller-manager, scheduler, node)`
 
@@ -43,6 +44,8 @@ func main() {
 		err = up(args)
 	case "down":
 		err = down(args)
+	case "restart":
+		err = restart(args)
 	case "version":
 		// The wrapper script has built the binary; say what it runs.
 		fmt.Println("devcluster: Kubernetes", version.Get().GitVersion)
@@ -119,4 +122,22 @@ func down(args []string) error {
 		return fmt.Errorf("--dir is required\n%s", usage)
 	}
 	return cluster.Down(*dir)
+}
+
+func restart(args []string) error {
+	fs := flag.NewFlagSet("restart", flag.ContinueOnError)
+	dir := fs.String("dir", "", "state directory (required)")
+	kill := fs.Bool("kill", false, "SIGKILL instead of SIGTERM")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" || fs.NArg() != 1 {
+		return fmt.Errorf("want --dir DIR and one component\n%s", usage)
+	}
+	start := time.Now()
+	if err := cluster.Restart(*dir, fs.Arg(0), *kill); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "devcluster: %s restarted in %.1fs\n", fs.Arg(0), time.Since(start).Seconds())
+	return nil
 }

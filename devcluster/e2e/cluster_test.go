@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A second cluster runs beside the first (free ports, its own state), a
@@ -52,5 +56,26 @@ func TestSecondClusterSideBySide(t *testing.T) {
 	downed = true
 	if left := leftovers(other); len(left) > 0 {
 		t.Fatalf("processes left after down: %v", left)
+	}
+}
+
+// `restart apiserver` stops the API server and starts it again on the same
+// port with the same data: clients reconnect and work goes on.
+func TestRestartAPIServer(t *testing.T) {
+	ns := namespace(t)
+	if err := devcluster("restart", "--dir", dir, "apiserver").Run(); err != nil {
+		t.Fatalf("restart apiserver: %v", err)
+	}
+	if err := devcluster("restart", "--dir", dir, "--kill", "apiserver").Run(); err != nil {
+		t.Fatalf("restart --kill apiserver: %v", err)
+	}
+	// The namespace made before the restarts is still there, and the
+	// controllers and node still run Jobs.
+	if _, err := client.BatchV1().Jobs(ns).Create(context.Background(), shJob("after", "echo back"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	jobCondition(t, ns, "after", batchv1.JobComplete)
+	if out, err := kubectl(t, "-n", ns, "logs", "job/after"); err != nil || strings.TrimSpace(out) != "back" {
+		t.Fatalf("logs after restart: %q %v", out, err)
 	}
 }

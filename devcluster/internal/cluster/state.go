@@ -13,6 +13,9 @@ type Proc struct {
 	Name string `json:"name"`
 	Pid  int    `json:"pid"`
 	Log  string `json:"log"`
+	// Args are the component's flags, kept so `restart` can start it again
+	// exactly as before (same ports, same files).
+	Args []string `json:"args"`
 }
 
 // State is what `up` records in DIR/state.json so that `down` can stop

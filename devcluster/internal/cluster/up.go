@@ -167,9 +167,17 @@ func spawn(st *State, name string, args []string) (*running, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	r := &running{proc: Proc{Name: name, Pid: cmd.Process.Pid, Log: logPath}, exited: make(chan error, 1)}
+	r := &running{proc: Proc{Name: name, Pid: cmd.Process.Pid, Log: logPath, Args: args}, exited: make(chan error, 1)}
 	go func() { r.exited <- cmd.Wait() }()
-	st.Procs = append(st.Procs, r.proc)
+	replaced := false
+	for i := range st.Procs {
+		if st.Procs[i].Name == name {
+			st.Procs[i], replaced = r.proc, true
+		}
+	}
+	if !replaced {
+		st.Procs = append(st.Procs, r.proc)
+	}
 	if err := st.save(); err != nil {
 		return nil, err
 	}

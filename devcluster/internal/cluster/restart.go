@@ -1,0 +1,70 @@
+package cluster
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"longtask.dev/devcluster/internal/pki"
+)
+
+// Restart stops one component of a running cluster (SIGTERM, or SIGKILL
+// with kill) and starts it again with the same flags, for fault tests: an
+// API server restart must not lose a Task. It returns once the component
+// serves again (the API server: /readyz).
+func Restart(dir, name string, kill bool) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	st, err := loadState(dir)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("no devcluster in %s", dir)
+	}
+	var proc *Proc
+	for i := range st.Procs {
+		if st.Procs[i].Name == name {
+			proc = &st.Procs[i]
+		}
+	}
+	if proc == nil {
+		return fmt.Errorf("no component %q in %s (have: %v)", name, dir, names(st))
+	}
+	grace := 10 * time.Second
+	if kill {
+		grace = 0
+	}
+	stop(proc.Pid, dir, grace)
+	r, err := spawn(st, name, proc.Args)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	if name != "apiserver" {
+		// Nothing to poll: a component that survives its first second started.
+		select {
+		case err := <-r.exited:
+			return fmt.Errorf("%s exited after restart (%v); end of %s:\n%s", name, err, r.proc.Log, tail(r.proc.Log, 25))
+		case <-time.After(time.Second):
+			return nil
+		}
+	}
+	admin, err := adminHTTP(pki.In(filepath.Join(dir, "pki")))
+	if err != nil {
+		return err
+	}
+	return waitFor(deadline, r, "kube-apiserver to be ready", func() error {
+		return httpOK(admin, st.APIServer+"/readyz")
+	})
+}
+
+func names(st *State) []string {
+	var n []string
+	for _, p := range st.Procs {
+		n = append(n, p.Name)
+	}
+	return n
+}
