@@ -215,7 +215,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         ),
         Err(_) => (None, String::new(), base.exit_code),
     };
-    let code = exit_code.map_or("unknown".to_owned(), |c| c.to_string());
+    let code = observe::describe_exit(exit_code);
     let mut message = match reason {
         reasons::DEADLINE_EXCEEDED => format!(
             "the Task ran longer than spec.timeoutSeconds ({}s) and was stopped; last exit code {code}",

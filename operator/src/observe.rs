@@ -119,6 +119,30 @@ pub fn exit_code(pod: &Pod) -> Option<i32> {
     Some(cs.state.as_ref()?.terminated.as_ref()?.exit_code)
 }
 
+/// An exit code for a message: "137 (killed by SIGKILL)"; "unknown" when absent.
+pub fn describe_exit(code: Option<i32>) -> String {
+    let Some(c) = code else {
+        return "unknown".to_owned();
+    };
+    let name = match c - 128 {
+        1 => "SIGHUP",
+        2 => "SIGINT",
+        3 => "SIGQUIT",
+        4 => "SIGILL",
+        6 => "SIGABRT",
+        7 => "SIGBUS",
+        8 => "SIGFPE",
+        9 => "SIGKILL",
+        11 => "SIGSEGV",
+        13 => "SIGPIPE",
+        14 => "SIGALRM",
+        15 => "SIGTERM",
+        n if (1..=64).contains(&n) => return format!("{c} (killed by signal {n})"),
+        _ => return c.to_string(),
+    };
+    format!("{c} (killed by {name})")
+}
+
 /// Exit code of the newest pod that has terminated.
 pub fn last_exit_code(pods: &[Pod]) -> Option<i32> {
     let mut done: Vec<&Pod> = pods.iter().filter(|p| exit_code(p).is_some()).collect();
@@ -169,4 +193,24 @@ pub fn waiting(pod: &Pod) -> Option<(&'static str, String)> {
         return Some((ours, msg));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exits_name_their_signal() {
+        for (code, want) in [
+            (None, "unknown"),
+            (Some(0), "0"),
+            (Some(3), "3"),
+            (Some(137), "137 (killed by SIGKILL)"),
+            (Some(143), "143 (killed by SIGTERM)"),
+            (Some(190), "190 (killed by signal 62)"),
+            (Some(255), "255"),
+        ] {
+            assert_eq!(describe_exit(code), want);
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! The end-to-end cases, grouped by what they prove.
 
 mod basics;
+mod chaos;
+mod faults;
 mod ha;
 mod restart;
 mod scale;
@@ -41,7 +43,14 @@ pub static ALL: &[Case] = &[
         false,
         validation::operator_runs_with_manifest_rbac
     ),
+    case!(worker_sigkill, false, faults::worker_sigkill),
     case!(never_blocks, true, scale::never_blocks),
+    case!(result_deleted_unread, true, faults::result_deleted_unread),
     case!(restart_safe, true, restart::restart_safe),
     case!(leader_failover, true, ha::leader_failover),
+    case!(
+        leader_killed_in_a_loop,
+        true,
+        chaos::leader_killed_in_a_loop
+    ),
 ];
