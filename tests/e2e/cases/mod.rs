@@ -1,5 +1,6 @@
 //! The end-to-end cases, grouped by what they prove.
 
+mod apiserver;
 mod basics;
 mod chaos;
 mod faults;
@@ -53,4 +54,5 @@ pub static ALL: &[Case] = &[
         true,
         chaos::leader_killed_in_a_loop
     ),
+    case!(apiserver_restarted, true, apiserver::apiserver_restarted),
 ];
