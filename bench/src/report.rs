@@ -1,0 +1,284 @@
+//! Plain-text tables (N as columns, goals beside) and the JSON summary.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Value, json};
+
+use crate::audit::Writes;
+use crate::batch::Batch;
+use crate::presence::Presence;
+
+/// A Tasks batch with the writes attributed to its namespace and the
+/// operator CPU time it cost.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Round {
+    pub jobs: Batch,
+    pub tasks: Batch,
+    pub writes: Writes,
+    pub operator_cpu_s: f64,
+}
+
+/// Nearest-rank percentile of `v` (0 < p ≤ 1).
+pub fn percentile(v: &[f64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let rank = (p * s.len() as f64).ceil() as usize;
+    s[rank.clamp(1, s.len()) - 1]
+}
+
+fn table(title: &str, columns: &[String], rows: &[(String, Vec<String>, &str)]) -> String {
+    let mut head = vec![String::new()];
+    head.extend(columns.iter().cloned());
+    head.push("goal".to_owned());
+    let mut all = vec![head];
+    for (label, cells, goal) in rows {
+        let mut r = vec![label.clone()];
+        r.extend(cells.iter().cloned());
+        r.push((*goal).to_owned());
+        all.push(r);
+    }
+    let cols = all.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..cols)
+        .map(|c| {
+            all.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = format!("{title}\n");
+    for r in &all {
+        let line: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                if i == 0 {
+                    format!("{s:<w$}", w = width[i])
+                } else {
+                    format!("{s:>w$}", w = width[i])
+                }
+            })
+            .collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// One cell per N: the rounds' values joined by " / ".
+fn cells(
+    sizes: &[usize],
+    rounds: &BTreeMap<usize, Vec<Round>>,
+    f: impl Fn(&Round) -> String,
+) -> Vec<String> {
+    sizes
+        .iter()
+        .map(|n| {
+            rounds
+                .get(n)
+                .map(|rs| rs.iter().map(&f).collect::<Vec<_>>().join(" / "))
+                .unwrap_or_else(|| "-".to_owned())
+        })
+        .collect()
+}
+
+pub fn render(
+    sizes: &[usize],
+    rounds: &BTreeMap<usize, Vec<Round>>,
+    presence: &[Presence],
+) -> String {
+    let cols: Vec<String> = sizes.iter().map(|n| format!("N={n}")).collect();
+    let mut out = String::new();
+    let f1 = |x: f64| format!("{x:.1}");
+    let f2 = |x: f64| format!("{x:.2}");
+    let f0 = |x: f64| format!("{x:.0}");
+    out += &table(
+        "Makespan, s (first create sent -> last Job Complete / last Task Completed; rounds joined by /)",
+        &cols,
+        &[
+            (
+                "bare Jobs".into(),
+                cells(sizes, rounds, |r| f1(r.jobs.makespan_s)),
+                "",
+            ),
+            (
+                "Tasks".into(),
+                cells(sizes, rounds, |r| f1(r.tasks.makespan_s)),
+                "",
+            ),
+            (
+                "Tasks / Jobs".into(),
+                cells(
+                    sizes,
+                    rounds,
+                    |r| f2(r.tasks.makespan_s / r.jobs.makespan_s),
+                ),
+                "<= 1.05 at N=200",
+            ),
+            (
+                "failed (Jobs/Tasks)".into(),
+                cells(sizes, rounds, |r| {
+                    format!("{}+{}", r.jobs.failed, r.tasks.failed)
+                }),
+                "0",
+            ),
+        ],
+    );
+    out.push('\n');
+    out += &table(
+        "Task create returned -> watch sees phase Running, ms",
+        &cols,
+        &[
+            (
+                "p50".into(),
+                cells(sizes, rounds, |r| f0(percentile(&r.tasks.running_ms, 0.5))),
+                "",
+            ),
+            (
+                "p99".into(),
+                cells(sizes, rounds, |r| f0(percentile(&r.tasks.running_ms, 0.99))),
+                "< 100",
+            ),
+            (
+                "max".into(),
+                cells(sizes, rounds, |r| f0(percentile(&r.tasks.running_ms, 1.0))),
+                "",
+            ),
+        ],
+    );
+    out.push('\n');
+    out += &table(
+        "Watch sees Job Complete -> watch sees Task Completed, ms",
+        &cols,
+        &[
+            (
+                "p50".into(),
+                cells(sizes, rounds, |r| f0(percentile(&r.tasks.finish_ms, 0.5))),
+                "",
+            ),
+            (
+                "p99".into(),
+                cells(sizes, rounds, |r| f0(percentile(&r.tasks.finish_ms, 0.99))),
+                "< 250",
+            ),
+            (
+                "max".into(),
+                cells(sizes, rounds, |r| f0(percentile(&r.tasks.finish_ms, 1.0))),
+                "",
+            ),
+        ],
+    );
+    out.push('\n');
+    out += &writes_table(sizes, rounds, &cols);
+    out.push('\n');
+    out += &table(
+        "Operator CPU during the Tasks batch, ms per Task (utime+stime)",
+        &cols,
+        &[(
+            "operator".into(),
+            cells(sizes, rounds, |r| {
+                f2(r.operator_cpu_s * 1000.0 / r.tasks.n as f64)
+            }),
+            "",
+        )],
+    );
+    if !presence.is_empty() {
+        out.push('\n');
+        let pcols: Vec<String> = presence.iter().map(|p| format!("P={}", p.tasks)).collect();
+        let row = |f: &dyn Fn(&Presence) -> String| presence.iter().map(f).collect::<Vec<_>>();
+        out += &table(
+            "Fresh operator with P terminal Tasks present (start -> Ready and CPU idle 3 s)",
+            &pcols,
+            &[
+                (
+                    "peak RSS (VmHWM), MiB".into(),
+                    row(&|p| f1(p.peak_rss_mib)),
+                    "< 64 at P=10000",
+                ),
+                ("RSS when settled, MiB".into(), row(&|p| f1(p.rss_mib)), ""),
+                ("CPU s until settled".into(), row(&|p| f2(p.cpu_s)), ""),
+                ("settle time, s".into(), row(&|p| f1(p.settle_s)), ""),
+            ],
+        );
+    }
+    out
+}
+
+fn writes_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[String]) -> String {
+    let per = |c: u64, r: &Round| format!("{:.2}", c as f64 / r.tasks.n as f64);
+    let keys = |pick: fn(&Writes) -> &BTreeMap<String, u64>| {
+        rounds
+            .values()
+            .flatten()
+            .flat_map(|r| pick(&r.writes).keys().cloned())
+            .collect::<BTreeSet<_>>()
+    };
+    let mut rows = vec![(
+        "operator, total".to_owned(),
+        cells(sizes, rounds, |r| per(r.writes.operator_total(), r)),
+        "<= 3",
+    )];
+    for k in keys(|w| &w.operator) {
+        let c = cells(sizes, rounds, |r| {
+            per(r.writes.operator.get(&k).copied().unwrap_or(0), r)
+        });
+        rows.push((format!("  {k}"), c, ""));
+    }
+    rows.push((
+        "worker, total".to_owned(),
+        cells(sizes, rounds, |r| per(r.writes.worker_total(), r)),
+        "1",
+    ));
+    for k in keys(|w| &w.worker) {
+        let c = cells(sizes, rounds, |r| {
+            per(r.writes.worker.get(&k).copied().unwrap_or(0), r)
+        });
+        rows.push((format!("  {k}"), c, ""));
+    }
+    table(
+        "API writes per Task in the batch's namespace (audit log, ResponseComplete)",
+        cols,
+        &rows,
+    )
+}
+
+/// Everything measured, raw and summarised.
+pub fn json(
+    profile: &str,
+    sizes: &[usize],
+    rounds: &BTreeMap<usize, Vec<Round>>,
+    presence: &[Presence],
+) -> Value {
+    let summary: Vec<Value> = rounds
+        .values()
+        .flatten()
+        .map(|r| {
+            json!({
+                "n": r.tasks.n,
+                "jobs_makespan_s": r.jobs.makespan_s,
+                "tasks_makespan_s": r.tasks.makespan_s,
+                "ratio": r.tasks.makespan_s / r.jobs.makespan_s,
+                "running_ms_p50": percentile(&r.tasks.running_ms, 0.5),
+                "running_ms_p99": percentile(&r.tasks.running_ms, 0.99),
+                "completed_ms_p50": percentile(&r.tasks.finish_ms, 0.5),
+                "completed_ms_p99": percentile(&r.tasks.finish_ms, 0.99),
+                "operator_writes_per_task": r.writes.operator_total() as f64 / r.tasks.n as f64,
+                "worker_writes_per_task": r.writes.worker_total() as f64 / r.tasks.n as f64,
+                "writes": r.writes,
+                "operator_cpu_s": r.operator_cpu_s,
+                "failed_jobs": r.jobs.failed,
+                "failed_tasks": r.tasks.failed,
+            })
+        })
+        .collect();
+    json!({
+        "operator_profile": profile,
+        "sizes": sizes,
+        "rounds": summary,
+        "presence": presence,
+    })
+}
