@@ -141,12 +141,22 @@ impl Cluster {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// Installs longtask the way a user does and waits for the operator.
-    pub fn install(&self) -> Result<()> {
-        let manifests = root()?.join("manifests");
+    /// Installs longtask the way a user does (`kubectl apply -k DIR`),
+    /// scales the operator to one replica (one process to measure) and
+    /// waits until exactly that one runs.
+    pub async fn install(&self, manifests: &Path) -> Result<()> {
         let m = manifests.to_str().context("non-UTF-8 path")?;
         self.kubectl(&["apply", "--server-side", "-k", m])?;
-        self.wait_operator()
+        self.wait_operator()?;
+        self.scale_operator(1)?;
+        self.wait_operator()?;
+        for _ in 0..900 {
+            if crate::procfs::operator_pid(&self.operator_bin).is_some() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("no single longtask-operator process after scaling to 1")
     }
 
     /// Waits until the operator Deployment is rolled out and Ready.

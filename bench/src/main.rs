@@ -43,6 +43,9 @@ struct Cli {
     /// Cargo profile whose binaries run in the cluster (target/PROFILE/).
     #[arg(long, default_value = "release")]
     profile: String,
+    /// The kustomization to install (default: the repository's manifests/).
+    #[arg(long)]
+    manifests: Option<std::path::PathBuf>,
     /// Directory holding longtask-operator and longtask-worker (default: target/PROFILE).
     #[arg(long)]
     bin_dir: Option<std::path::PathBuf>,
@@ -73,9 +76,11 @@ async fn start() -> Result<()> {
         .unwrap_or_else(|| root.join("target").join(&cli.profile));
     eprintln!("bench: starting devcluster in {}", dir.display());
     let mut cluster = Cluster::up(&dir, &bin_dir, cli.nodes, cli.node_cpu).await?;
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let res = tokio::select! {
         r = run(&cluster, &cli) => r,
         _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted")),
+        _ = term.recv() => Err(anyhow::anyhow!("terminated")),
     };
     eprintln!("bench: stopping devcluster");
     let down = cluster.down();
@@ -95,7 +100,11 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     if cli.sizes.is_empty() || cli.inflight == 0 {
         bail!("--sizes and --inflight must be non-empty and positive");
     }
-    cluster.install()?;
+    let manifests = match &cli.manifests {
+        Some(m) => m.clone(),
+        None => cluster::root()?.join("manifests"),
+    };
+    cluster.install(&manifests).await?;
     let began = Instant::now();
     let budget = Duration::from_secs(cli.budget_minutes * 60);
     let mut pairs: Vec<(usize, usize, Batch2)> = Vec::new();
@@ -165,7 +174,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     }
 
     let mut text = format!(
-        "longtask bench: operator and worker built with the {} profile; {} nodes x {} CPU; {} creates in flight.\n\
+        "longtask bench: operator and worker built with the {} profile, one operator replica; {} nodes x {} CPU; {} creates in flight.\n\
          Bare Jobs run the same image and `sh -c` command directly (no worker, LONGTASK_RESULT=/dev/null);\n\
          Tasks run it under the worker. Latencies are local watch-event times in the bench.\n\n",
         cli.profile, cli.nodes, cli.node_cpu, cli.inflight

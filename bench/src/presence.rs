@@ -44,7 +44,7 @@ fn terminal_status(name: &str) -> serde_json::Value {
 
 async fn wait_gone(exe: &std::path::Path, timeout: Duration) -> Result<()> {
     let t = Instant::now();
-    while procfs::operator_pid(exe).is_some() {
+    while !procfs::operator_pids(exe).is_empty() {
         if t.elapsed() > timeout {
             bail!("the operator process did not exit after scaling to 0");
         }

@@ -6,10 +6,22 @@ use std::process::Command;
 
 use anyhow::{Context as _, Result};
 
-/// Pid of the process running the binary `exe` (other clusters on this
-/// machine may run an operator of their own, from another path).
+/// Pid of the one process running the binary `exe` (other clusters on
+/// this machine may run an operator of their own, from another path);
+/// None when there is none or more than one.
 pub fn operator_pid(exe: &Path) -> Option<u32> {
-    let dir = std::fs::read_dir("/proc").ok()?;
+    match operator_pids(exe)[..] {
+        [one] => Some(one),
+        _ => None,
+    }
+}
+
+/// Pids of the processes running the binary `exe`.
+pub fn operator_pids(exe: &Path) -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
     for e in dir.flatten() {
         let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
@@ -22,10 +34,10 @@ pub fn operator_pid(exe: &Path) -> Option<u32> {
             continue;
         }
         if std::fs::read_link(e.path().join("exe")).is_ok_and(|p| p == exe) {
-            return Some(pid);
+            out.push(pid);
         }
     }
-    None
+    out
 }
 
 #[derive(Debug, Clone, Copy, Default, serde::Serialize)]
