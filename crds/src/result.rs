@@ -14,6 +14,8 @@ pub mod keys {
     pub const MESSAGE: &str = "message";
     /// Size in bytes of the whole result, even when too large to be stored.
     pub const RESULT_SIZE: &str = "resultSize";
+    /// The last lines of the program's combined stdout and stderr.
+    pub const LOG_TAIL: &str = "logTail";
 }
 
 /// Suffix of the result ConfigMap's name: `<task>-result`.
@@ -26,6 +28,10 @@ pub const MAX_STATUS_RESULT_BYTES: usize = 32 * 1024;
 pub const STDOUT_TAIL_BYTES: usize = 4096;
 /// Longest message kept in a result or in the status.
 pub const MAX_MESSAGE_BYTES: usize = 4096;
+/// How many of the program's last output lines travel with the result.
+pub const LOG_TAIL_LINES: usize = 64;
+/// Longest log tail kept in the result and in `status.logTail`.
+pub const MAX_LOG_TAIL_BYTES: usize = 8192;
 
 /// Name of the result ConfigMap of the Task `task_name`.
 pub fn config_map_name(task_name: &str) -> String {
@@ -45,6 +51,8 @@ pub struct TaskResult {
     pub message: String,
     /// Size in bytes of the whole result.
     pub result_size: usize,
+    /// The last lines of the program's combined stdout and stderr.
+    pub log_tail: String,
 }
 
 /// Why a ConfigMap's data is not a valid result.
@@ -81,6 +89,7 @@ impl TaskResult {
             (keys::FINISHED_AT.to_owned(), self.finished_at.clone()),
             (keys::MESSAGE.to_owned(), self.message.clone()),
             (keys::RESULT_SIZE.to_owned(), self.result_size.to_string()),
+            (keys::LOG_TAIL.to_owned(), self.log_tail.clone()),
         ])
     }
 
@@ -106,6 +115,7 @@ impl TaskResult {
             finished_at: data.get(keys::FINISHED_AT).cloned().unwrap_or_default(),
             message: data.get(keys::MESSAGE).cloned().unwrap_or_default(),
             result_size,
+            log_tail: data.get(keys::LOG_TAIL).cloned().unwrap_or_default(),
         })
     }
 }
@@ -134,6 +144,7 @@ mod tests {
             finished_at: "2024-01-01T00:00:00Z".into(),
             message: "exit 3".into(),
             result_size: 3,
+            log_tail: "a\nb\n".into(),
         };
         assert_eq!(TaskResult::from_data(&r.to_data()), Ok(r));
     }

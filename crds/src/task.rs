@@ -7,8 +7,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 // Validation notes (not user docs):
-// - The immutability rule sits on the spec so that a later mutable field
-//   (`cancel`) can be excluded by replacing it with per-field rules.
+// - Immutability: every field but `cancel` is compared with its old value
+//   (presence included, so adding an optional field later is refused too);
+//   `cancel` may only go from false to true. A new spec field must be added
+//   to the first spec rule below.
 // - Lists carry maxItems so the API server's CEL cost estimate stays bounded.
 
 /// What the Task runs and within which limits. Immutable once created:
@@ -29,11 +31,15 @@ use serde::{Deserialize, Serialize};
     printcolumn(name = "Attempts", type_ = "integer", json_path = ".status.attempts", description = "Pods started for this Task"),
     printcolumn(name = "Job", type_ = "string", json_path = ".status.jobName", description = "The Task's Job"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason", description = "Why the Task is in its phase"),
+    printcolumn(name = "Waiting", type_ = "string", json_path = ".status.conditions[?(@.type==\"Waiting\")].message", description = "Why the pod cannot start (image, scheduling, config), while it cannot"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(name = "Started", type_ = "date", json_path = ".status.startedAt", priority = 1),
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
-#[x_kube(validation = Rule::new("self == oldSelf").message("spec is immutable: delete the Task and create it again to run it again"))]
+#[x_kube(
+    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished))").message("spec is immutable: delete the Task and create it again to run it again"),
+    validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true")
+)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskSpec {
     /// The program to run and its first arguments, exec-style (no shell is
@@ -70,6 +76,16 @@ pub struct TaskSpec {
     #[schemars(range(min = 1))]
     pub timeout_seconds: Option<i64>,
 
+    /// Longest the pod may take to start, in seconds, counted from the Job's
+    /// creation: when the pod still cannot start by then (image cannot be
+    /// pulled, no node fits its requests, a ConfigMap or Secret for env is
+    /// missing) the Task fails with the Waiting reason (ImagePullFailed,
+    /// Unschedulable, CreateContainerConfigError). At least 1. Default: wait
+    /// for ever (the Waiting condition shows why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub start_timeout_seconds: Option<i64>,
+
     /// How many times a failed run is retried in a new pod before the Task
     /// fails with reason BackoffLimitExceeded (the Job's backoffLimit).
     /// 0 to 10. Default: 0 (one attempt).
@@ -84,6 +100,15 @@ pub struct TaskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<i32>,
+
+    /// Set to true to cancel the Task: its pod gets SIGTERM (passed on to
+    /// the program, which may still write a partial result) and the Task
+    /// ends Failed with reason Cancelled and whatever result was written.
+    /// The only field that may change, and only from false to true. A Task
+    /// whose program had already finished keeps its real outcome.
+    /// Default: false.
+    #[serde(default)]
+    pub cancel: bool,
 }
 
 /// Observed state of a Task, written by the operator only.
@@ -131,6 +156,16 @@ pub struct TaskStatus {
     /// ConfigMap `<task>-result`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_truncated: Option<bool>,
+
+    /// "sha256:<hex>" of the whole accepted result (as stored in the result
+    /// ConfigMap), to check a copy against.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_digest: Option<String>,
+
+    /// The last lines (at most 64, at most 8 KiB) of the program's combined
+    /// stdout and stderr, kept after the pod is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
 
     /// Machine-readable reason for the current phase, e.g. DeadlineExceeded,
     /// BackoffLimitExceeded, ResultMissing, JobOwnedByOther.

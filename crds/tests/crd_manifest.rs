@@ -23,7 +23,8 @@ fn crd_carries_the_contract() {
     );
     let json = serde_json::to_string(&crd).expect("json");
     for needle in [
-        r#""rule":"self == oldSelf""#,
+        r#""rule":"self.command == oldSelf.command && "#,
+        r#"!has(oldSelf.cancel) || !oldSelf.cancel"#,
         r#""rule":"self.metadata.name.size() <= 63""#,
         r#""x-kubernetes-list-type":"map""#,
         r#""minItems":1"#,

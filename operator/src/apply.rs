@@ -81,6 +81,31 @@ pub async fn create_job(ctx: &Context, job: &Job) -> Result<Job, ApplyError> {
     }
 }
 
+/// Suspends the Job: the Job controller deletes its pods (SIGTERM, then
+/// SIGKILL after the grace period) and starts no new ones.
+pub async fn suspend_job(ctx: &Context, job: &Job) -> Result<(), ApplyError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    // Fenced by UID: never suspend a Job that replaced ours meanwhile.
+    let body = serde_json::json!({
+        "metadata": { "uid": job.metadata.uid },
+        "spec": { "suspend": true },
+    });
+    call(
+        ctx,
+        "patch",
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&body)),
+    )
+    .await
+    .map(|_| info!(job = %name, "suspended Job"))
+    .map_err(|source| ApplyError::SuspendJob {
+        namespace,
+        name,
+        source,
+    })
+}
+
 /// Pods controlled by `job` (found by the Task UID label, fenced by Job UID).
 pub async fn list_pods(
     ctx: &Context,

@@ -17,6 +17,8 @@ fn task(f: impl FnOnce(&mut TaskSpec)) -> Task {
         timeout_seconds: None,
         retries: 0,
         ttl_seconds_after_finished: None,
+        start_timeout_seconds: None,
+        cancel: false,
     };
     f(&mut spec);
     let mut t = Task::new("hello", spec);

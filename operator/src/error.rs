@@ -41,6 +41,13 @@ pub enum ApplyError {
         #[source]
         source: CallError,
     },
+    #[error("cannot suspend Job {namespace}/{name}: {source}")]
+    SuspendJob {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
     #[error("cannot list pods of Job {namespace}/{name}: {source}")]
     ListPods {
         namespace: String,
@@ -84,6 +91,7 @@ impl ApplyError {
         let source = match self {
             Self::GetJob { source, .. }
             | Self::CreateJob { source, .. }
+            | Self::SuspendJob { source, .. }
             | Self::ListPods { source, .. }
             | Self::GetResult { source, .. }
             | Self::ApplyServiceAccount { source, .. }
@@ -98,6 +106,7 @@ impl ApplyError {
         match self {
             Self::GetJob { .. } => "get_job",
             Self::CreateJob { .. } => "create_job",
+            Self::SuspendJob { .. } => "suspend_job",
             Self::ListPods { .. } => "list_pods",
             Self::GetResult { .. } => "get_result",
             Self::ApplyServiceAccount { .. } => "apply_service_account",

@@ -20,6 +20,8 @@ pub mod reason {
     pub const COMPLETED: &str = "Completed";
     pub const FAILED: &str = "Failed";
     pub const JOB_OWNED_BY_OTHER: &str = "JobOwnedByOther";
+    /// A result ConfigMap not written by this Task's current Job was ignored.
+    pub const FOREIGN_RESULT: &str = "ForeignResult";
 }
 
 /// The Events for going from `prev` to `next`; none when nothing changed.

@@ -24,6 +24,11 @@ pub struct Facts {
     pub started_at: Option<Time>,
     pub completed_at: Option<Time>,
     pub attempts: Option<i32>,
+    /// sha256 of the accepted result, and the program's last output lines.
+    pub result_digest: Option<String>,
+    pub log_tail: Option<String>,
+    /// Look again after this long (a start deadline), if nothing happens first.
+    pub wake_in: Option<std::time::Duration>,
 }
 
 /// Keeps what is recorded (used before a Job exists).
@@ -40,6 +45,9 @@ pub fn carry(prev: &TaskStatus) -> Facts {
         completed_at: prev.completed_at.clone(),
         attempts: prev.attempts,
         waiting: None,
+        wake_in: None,
+        result_digest: prev.result_digest.clone(),
+        log_tail: prev.log_tail.clone(),
     }
 }
 
@@ -145,12 +153,35 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     };
     let accepted = observe::accept_result(obs.result, task_uid, &job_uid);
     let Some(finish) = finish else {
+        if task.spec.cancel {
+            return cancelling(job, obs, accepted, base);
+        }
         let waiting = newest.and_then(observe::waiting);
+        let mut wake_in = None;
+        if let (Some((r, m)), Some(limit)) = (&waiting, task.spec.start_timeout_seconds) {
+            let since = job.metadata.creation_timestamp.as_ref().unwrap_or(&obs.now);
+            let left = limit.saturating_sub(obs.now.0.as_second() - since.0.as_second());
+            if left <= 0 {
+                return Facts {
+                    phase: Some(Phase::Failed),
+                    reason: Some((*r).to_owned()),
+                    message: Some(format!(
+                        "the pod could not start within spec.startTimeoutSeconds ({limit}s): {m}"
+                    )),
+                    completed_at: Some(
+                        prev.completed_at.clone().unwrap_or_else(|| obs.now.clone()),
+                    ),
+                    ..base
+                };
+            }
+            wake_in = u64::try_from(left).ok().map(std::time::Duration::from_secs);
+        }
         return Facts {
             phase: Some(Phase::Running),
             reason: waiting.as_ref().map(|w| w.0.to_owned()),
             message: waiting.as_ref().map(|w| w.1.clone()),
             waiting: waiting.map(|(r, m)| (r.to_owned(), m)),
+            wake_in,
             ..base
         };
     };
@@ -241,5 +272,59 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         exit_code,
         result,
         ..base
+    }
+}
+
+/// `spec.cancel` on an unfinished Job: Running until the Job is suspended
+/// and its pods are gone, then Failed Cancelled with whatever result the
+/// worker wrote after the program got SIGTERM.
+fn cancelling(
+    job: &Job,
+    obs: &Observed<'_>,
+    accepted: Result<crds::result::TaskResult, String>,
+    base: Facts,
+) -> Facts {
+    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    if !suspended || observe::live_pods(obs.pods) > 0 {
+        return Facts {
+            phase: Some(Phase::Running),
+            message: Some("cancelling: the Job is suspended and its pod gets SIGTERM".to_owned()),
+            ..base
+        };
+    }
+    let (result, exit_code, worker_msg) = match accepted {
+        Ok(r) if !r.too_large() => (Some(r.result), Some(r.exit_code), r.message),
+        Ok(r) => (None, Some(r.exit_code), r.message),
+        Err(_) => (None, base.exit_code, String::new()),
+    };
+    let mut message = format!(
+        "cancelled (spec.cancel): the program was stopped with SIGTERM; exit code {}",
+        observe::describe_exit(exit_code)
+    );
+    if result.is_none() {
+        message.push_str("; it wrote no result");
+    }
+    if !worker_msg.is_empty() {
+        message = format!("{message}: {worker_msg}");
+    }
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reasons::CANCELLED.to_owned()),
+        message: Some(message),
+        exit_code,
+        result,
+        completed_at: Some(obs.now.clone()),
+        ..base
+    }
+}
+
+/// Cancelled before the Job was created: nothing ran.
+pub fn cancelled_unstarted(prev: &TaskStatus, now: &Time) -> Facts {
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reasons::CANCELLED.to_owned()),
+        message: Some("cancelled (spec.cancel) before its Job was created; nothing ran".to_owned()),
+        completed_at: Some(prev.completed_at.clone().unwrap_or_else(|| now.clone())),
+        ..carry(prev)
     }
 }

@@ -30,6 +30,8 @@ pub fn task(status: Option<TaskStatus>) -> Task {
             timeout_seconds: Some(2),
             retries: 1,
             ttl_seconds_after_finished: None,
+            start_timeout_seconds: None,
+            cancel: false,
         },
     );
     t.metadata.uid = Some("tu".into());
@@ -92,6 +94,7 @@ pub fn cm(task_uid: &str, job_uid: &str, exit_code: i32, result: &str) -> Config
         finished_at: "2024-01-01T00:00:00Z".into(),
         message: String::new(),
         result_size: result.len(),
+        log_tail: String::new(),
     };
     ConfigMap {
         metadata: ObjectMeta {

@@ -97,6 +97,18 @@ pub fn accept_result(
         .map_err(|e| format!("ConfigMap {name} is not a valid result: {e}"))
 }
 
+/// Why `cm` is not from this Task's current Job (forged or stale), or
+/// `None` when its labels match (its content may still be invalid).
+pub fn foreign(cm: &ConfigMap, task_uid: &str, job_uid: &str) -> Option<String> {
+    let label = |k: &str| cm.metadata.labels.as_ref().and_then(|l| l.get(k));
+    let fenced = label(labels::TASK_UID).map(String::as_str) == Some(task_uid)
+        && label(labels::JOB_UID).map(String::as_str) == Some(job_uid);
+    if fenced {
+        return None;
+    }
+    accept_result(Some(cm), task_uid, job_uid).err()
+}
+
 /// The newest pod (by creation time, then name).
 pub fn newest(pods: &[Pod]) -> Option<&Pod> {
     pods.iter().max_by(|a, b| {
@@ -108,6 +120,16 @@ pub fn newest(pods: &[Pod]) -> Option<&Pod> {
         };
         key(a).cmp(&key(b))
     })
+}
+
+/// Pods that have not reached Succeeded or Failed (deleted ones count until gone).
+pub fn live_pods(pods: &[Pod]) -> usize {
+    pods.iter()
+        .filter(|p| {
+            let phase = p.status.as_ref().and_then(|s| s.phase.as_deref());
+            !matches!(phase, Some("Succeeded" | "Failed"))
+        })
+        .count()
 }
 
 /// Exit code of the worker container of `pod`, once it terminated.
@@ -198,6 +220,16 @@ pub fn waiting(pod: &Pod) -> Option<(&'static str, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn foreign_results_are_named() {
+        use crate::fixtures::cm;
+        assert_eq!(foreign(&cm("tu", "j1", 0, "x"), "tu", "j1"), None);
+        let stale = foreign(&cm("tu", "old-job", 0, "x"), "tu", "j1").unwrap_or_default();
+        assert!(stale.contains("old-job"), "{stale}");
+        let forged = foreign(&cm("other", "j1", 0, "x"), "tu", "j1").unwrap_or_default();
+        assert!(forged.contains("UID"), "{forged}");
+    }
 
     #[test]
     fn exits_name_their_signal() {

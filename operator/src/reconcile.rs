@@ -66,7 +66,7 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
 
     let mut job = apply::get_job(ctx, id.namespace, id.name).await?;
     let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
-    if job.is_none() && recorded.is_none() {
+    if job.is_none() && recorded.is_none() && !task.spec.cancel {
         apply::ensure_worker_rbac(ctx, id.namespace).await?;
         let built = build::job(task, &ctx.config.worker_image)?;
         job = Some(apply::create_job(ctx, &built).await?);
@@ -84,6 +84,20 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     } else {
         None
     };
+    if let (Some(cm), Some(j)) = (result.as_ref(), ours)
+        && let Some(why) =
+            observe::foreign(cm, id.uid, j.metadata.uid.as_deref().unwrap_or_default())
+    {
+        // Forged or stale: never accepted; say so where people look.
+        warn!(configmap = %cm.name_any(), %why, "ignoring a result that is not this Task's current Job's");
+        let note = events::Note {
+            warning: true,
+            reason: events::reason::FOREIGN_RESULT,
+            action: "ReadResult",
+            message: why,
+        };
+        apply::publish(ctx, task, &note).await;
+    }
     let observed = Observed {
         job: job.as_ref(),
         result: result.as_ref(),
@@ -91,6 +105,14 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         now,
     };
     let desired = status::desired(task, &observed);
+    // Stop the Job before a terminal status is written: once terminal, the
+    // Task is never looked at again.
+    if let Some(j) = job
+        .as_ref()
+        .filter(|j| status::wants_stop(task, Some(j), &desired.status))
+    {
+        apply::suspend_job(ctx, j).await?;
+    }
     let written = write(ctx, task, desired.status).await?;
     Ok(action(ctx, desired.next, written))
 }
@@ -142,5 +164,9 @@ fn action(ctx: &Context, next: Next, written: Written) -> Action {
         Next::Done => Action::await_change(),
         Next::Running => Action::requeue(ctx.config.running_requeue),
         Next::Blocked => Action::requeue(ctx.config.blocked_requeue),
+        // A second late rather than early: the deadline has passed by then.
+        Next::Wake(d) => {
+            Action::requeue((d + Duration::from_secs(1)).min(ctx.config.running_requeue))
+        }
     }
 }

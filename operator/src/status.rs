@@ -3,14 +3,14 @@
 //! timestamps already recorded are kept.
 
 use crds::conditions::reasons;
-use crds::result::{MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, truncate_utf8};
+use crds::result::{MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, truncate_utf8};
 use crds::{Phase, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::conditions;
-use crate::facts::{Facts, blocked, carry, from_job, lost};
+use crate::facts::{Facts, blocked, cancelled_unstarted, carry, from_job, lost};
 use crate::observe::{self, Ownership};
 
 /// What the reconciler saw in the cluster for one Task.
@@ -34,6 +34,8 @@ pub enum Next {
     Running,
     /// A Job of another Task holds the name: look again soon.
     Blocked,
+    /// The Job runs and a deadline (spec.startTimeoutSeconds) falls due in this long.
+    Wake(std::time::Duration),
 }
 
 /// The status to write and when to come back.
@@ -50,9 +52,23 @@ pub fn wants_result(task: &Task, job: Option<&Job>) -> bool {
         None => recorded.is_some(),
         Some(j) => {
             observe::finish(j).is_some()
+                || task.spec.cancel
                 || recorded.is_some_and(|r| Some(r) != j.metadata.uid.as_deref())
         }
     }
+}
+
+/// True when the Task's own Job must be stopped (suspended, which deletes
+/// its pods with SIGTERM): the Task is cancelled, or `next` ends it while
+/// the Job has not finished (a start timeout).
+pub fn wants_stop(task: &Task, job: Option<&Job>, next: &TaskStatus) -> bool {
+    let Some(j) = job else { return false };
+    let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    let ending = task.spec.cancel || next.phase.is_some_and(|p| p.is_terminal());
+    ending
+        && observe::ownership(j, task_uid) == Ownership::Ours
+        && observe::finish(j).is_none()
+        && j.spec.as_ref().and_then(|s| s.suspend) != Some(true)
 }
 
 /// The status of a Task whose spec is invalid: Failed, reason InvalidSpec.
@@ -74,6 +90,7 @@ pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
     let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
     let recorded = prev.job_uid.clone();
     let facts = match (obs.job, recorded.as_deref()) {
+        (None, None) if task.spec.cancel => cancelled_unstarted(&prev, &obs.now),
         (None, None) => carry(&prev),
         (None, Some(r)) => lost(&prev, obs, task_uid, r, "was deleted".to_owned()),
         (Some(job), recorded) => {
@@ -90,7 +107,34 @@ pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
             }
         }
     };
+    let facts = with_result_details(facts, obs, task_uid);
     assemble(task, &prev, facts, obs.now.clone())
+}
+
+/// Adds the digest and log tail of the accepted result to a terminal status.
+fn with_result_details(mut f: Facts, obs: &Observed<'_>, task_uid: &str) -> Facts {
+    if !f.phase.is_some_and(|p| p.is_terminal()) {
+        return f;
+    }
+    let Some(job_uid) = f.job_uid.as_deref() else {
+        return f;
+    };
+    if let Ok(r) = observe::accept_result(obs.result, task_uid, job_uid) {
+        if f.result.is_some() {
+            f.result_digest = Some(digest(r.result.as_bytes()));
+        }
+        if !r.log_tail.is_empty() {
+            f.log_tail = Some(r.log_tail);
+        }
+    }
+    f
+}
+
+/// "sha256:<hex>" of `bytes`.
+pub fn digest(bytes: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 /// Turns facts into the status: conditions, bounded result and message.
@@ -116,7 +160,8 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
     let next = match (f.phase, f.reason.as_deref()) {
         (Some(p), _) if p.is_terminal() => Next::Done,
         (_, Some(reasons::JOB_OWNED_BY_OTHER)) => Next::Blocked,
-        _ => Next::Running,
+        _ if task.spec.cancel => Next::Blocked,
+        _ => f.wake_in.map_or(Next::Running, Next::Wake),
     };
     let status = TaskStatus {
         phase: f.phase,
@@ -129,6 +174,10 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         exit_code: f.exit_code,
         result,
         result_truncated: truncated,
+        result_digest: f.result_digest,
+        log_tail: f
+            .log_tail
+            .map(|t| tail_utf8(&t, MAX_LOG_TAIL_BYTES).to_owned()),
         reason: f.reason,
         message: f
             .message
@@ -137,6 +186,15 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         conditions,
     };
     Desired { status, next }
+}
+
+/// The longest suffix of `s` of at most `max` bytes that starts on a character boundary.
+fn tail_utf8(s: &str, max: usize) -> &str {
+    let mut start = s.len().saturating_sub(max);
+    while !s.is_char_boundary(start) {
+        start += 1;
+    }
+    &s[start..]
 }
 
 /// False when `desired` differs from `current` in nothing but timestamps.

@@ -137,3 +137,141 @@ fn result_is_read_only_when_needed() {
     assert!(wants_result(&task(Some(running())), None));
     assert!(!wants_result(&task(None), None));
 }
+
+fn cancelled_task(prev: Option<TaskStatus>) -> crds::Task {
+    let mut t = task(prev);
+    t.spec.cancel = true;
+    t
+}
+
+fn suspended(mut j: k8s_openapi::api::batch::v1::Job) -> k8s_openapi::api::batch::v1::Job {
+    j.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
+        suspend: Some(true),
+        ..Default::default()
+    });
+    j
+}
+
+#[test]
+fn cancel_suspends_then_fails_cancelled_with_the_partial_result() {
+    let running_job = job("j1", Some("tu"), None, 0, 0, 1);
+    let t = cancelled_task(Some(running()));
+    // 1. The Job still runs: stop it, stay Running.
+    let d = desired(&t, &obs(Some(&running_job), None, &[]));
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert!(wants_stop(&t, Some(&running_job), &d.status));
+    assert!(wants_result(&t, Some(&running_job)));
+    // 2. Suspended, its pod still terminating: still Running, no second stop.
+    let sj = suspended(running_job.clone());
+    let live = [pod("p1", 1, None, None)];
+    let d = desired(&t, &obs(Some(&sj), None, &live));
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert!(!wants_stop(&t, Some(&sj), &d.status));
+    // 3. Pod gone, the worker wrote what the program had: Failed Cancelled.
+    let r = cm("tu", "j1", 143, "partial");
+    let d = desired(&t, &obs(Some(&sj), Some(&r), &[]));
+    let s = &d.status;
+    assert_eq!(
+        (s.phase, s.reason.as_deref()),
+        (Some(Phase::Failed), Some(reasons::CANCELLED))
+    );
+    assert_eq!(s.result.as_deref(), Some("partial"));
+    assert_eq!(s.exit_code, Some(143));
+    assert!(s.message.as_deref().unwrap_or_default().contains("SIGTERM"));
+    assert_eq!(
+        s.result_digest.as_deref(),
+        Some(digest(b"partial").as_str())
+    );
+    assert_eq!(d.next, Next::Done);
+    // Without a result: still Cancelled, saying so.
+    let d = desired(&t, &obs(Some(&sj), None, &[]));
+    assert_eq!(d.status.reason.as_deref(), Some(reasons::CANCELLED));
+    assert!(d.status.message.unwrap_or_default().contains("no result"));
+}
+
+#[test]
+fn cancel_before_the_job_exists_runs_nothing() {
+    let d = desired(&cancelled_task(None), &obs(None, None, &[]));
+    assert_eq!(d.status.reason.as_deref(), Some(reasons::CANCELLED));
+    assert_eq!(d.status.job_uid, None);
+}
+
+#[test]
+fn cancel_after_the_job_finished_keeps_the_real_outcome() {
+    let j = job(
+        "j1",
+        Some("tu"),
+        Some(("Complete", "CompletionsReached")),
+        1,
+        0,
+        0,
+    );
+    let t = cancelled_task(Some(running()));
+    let r = cm("tu", "j1", 0, "42");
+    let d = desired(&t, &obs(Some(&j), Some(&r), &[]));
+    assert_eq!(d.status.phase, Some(Phase::Completed));
+    assert!(!wants_stop(&t, Some(&j), &d.status));
+}
+
+#[test]
+fn start_timeout_wakes_at_the_deadline_then_fails_with_the_waiting_reason() {
+    let mut j = job("j1", Some("tu"), None, 0, 0, 1);
+    j.metadata.creation_timestamp = Some(at(100));
+    let pods = [pod("p1", 1, None, Some("ErrImagePull"))];
+    let mut t = task(Some(running()));
+    t.spec.start_timeout_seconds = Some(1000);
+    // now = 500: 600 s left.
+    let d = desired(&t, &obs(Some(&j), None, &pods));
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert_eq!(d.next, Next::Wake(std::time::Duration::from_secs(600)));
+    let w = cond(&d.status, types::WAITING).unwrap();
+    assert_eq!(
+        (w.status.as_str(), w.reason.as_str()),
+        ("True", reasons::IMAGE_PULL_FAILED)
+    );
+    assert_eq!(w.message, "ErrImagePull happened");
+    t.spec.start_timeout_seconds = Some(400);
+    let d = desired(&t, &obs(Some(&j), None, &pods));
+    let s = &d.status;
+    assert_eq!(
+        (s.phase, s.reason.as_deref()),
+        (Some(Phase::Failed), Some(reasons::IMAGE_PULL_FAILED))
+    );
+    assert!(
+        s.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("startTimeoutSeconds (400s)")
+    );
+    assert!(wants_stop(&t, Some(&j), s));
+    // A pod that started is not held to the start timeout.
+    let started = [pod("p1", 1, None, None)];
+    let d = desired(&t, &obs(Some(&j), None, &started));
+    assert_eq!(
+        (d.status.phase, d.next),
+        (Some(Phase::Running), Next::Running)
+    );
+}
+
+#[test]
+fn completion_records_digest_and_log_tail() {
+    let j = job(
+        "j1",
+        Some("tu"),
+        Some(("Complete", "CompletionsReached")),
+        1,
+        0,
+        0,
+    );
+    let mut r = cm("tu", "j1", 0, "42");
+    r.data
+        .as_mut()
+        .unwrap()
+        .insert(keys::LOG_TAIL.into(), "line 1\nline 2\n".into());
+    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&r), &[])).status;
+    assert_eq!(s.log_tail.as_deref(), Some("line 1\nline 2\n"));
+    assert_eq!(
+        s.result_digest.as_deref(),
+        Some("sha256:73475cb40a568e8da8a045ced110137e159f890ac4da883b6b17dc651b3a8049")
+    );
+}

@@ -65,6 +65,8 @@ mod tests {
             timeout_seconds: None,
             retries: 0,
             ttl_seconds_after_finished: None,
+            start_timeout_seconds: None,
+            cancel: false,
         };
         f(&mut spec);
         Task::new(name, spec)

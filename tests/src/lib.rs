@@ -138,7 +138,11 @@ impl Cluster {
     pub async fn namespace(&self, prefix: &str) -> Result<TestNs> {
         let api: Api<Namespace> = Api::all(self.client.clone());
         let ns: Namespace = serde_json::from_value(serde_json::json!({
-            "metadata": { "generateName": format!("{prefix}-"), "labels": { "longtask-e2e": "true" } }
+            "metadata": { "generateName": format!("{prefix}-"), "labels": {
+                "longtask-e2e": "true",
+                // The API server refuses any pod below the restricted standard.
+                "pod-security.kubernetes.io/enforce": "restricted",
+            } }
         }))?;
         let ns = api.create(&PostParams::default(), &ns).await?;
         let name = ns.metadata.name.context("namespace without name")?;

@@ -12,7 +12,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use crds::names::env;
-use crds::result::{MAX_MESSAGE_BYTES, STDOUT_TAIL_BYTES, TaskResult, truncate_utf8};
+use crds::result::{
+    LOG_TAIL_LINES, MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, STDOUT_TAIL_BYTES, TaskResult,
+    truncate_utf8,
+};
 use k8s_openapi::jiff::Timestamp;
 
 /// Runs a program for a longtask Task and records its result.
@@ -76,7 +79,14 @@ async fn run_task(program: &[String]) -> i32 {
         ));
     }
 
-    let outcome = run::run(program, &child_env, STDOUT_TAIL_BYTES).await;
+    let outcome = run::run(
+        program,
+        &child_env,
+        STDOUT_TAIL_BYTES,
+        LOG_TAIL_LINES,
+        MAX_LOG_TAIL_BYTES,
+    )
+    .await;
     let (result, result_size, note) = match &files {
         Some(f) => report::read_result(&f.result, &outcome.stdout_tail),
         None => report::read_result(std::path::Path::new(""), &outcome.stdout_tail),
@@ -99,6 +109,7 @@ async fn run_task(program: &[String]) -> i32 {
         finished_at: Timestamp::now().to_string(),
         message: truncate_utf8(&message, MAX_MESSAGE_BYTES).to_owned(),
         result_size,
+        log_tail: outcome.log_tail.clone(),
     };
     if let Ok(id) = &id {
         match report::write(id, &r).await {

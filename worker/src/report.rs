@@ -149,6 +149,7 @@ mod tests {
             finished_at: "x".into(),
             message: String::new(),
             result_size: 1,
+            log_tail: String::new(),
         };
         let cm = config_map(&id, &r);
         assert_eq!(cm.metadata.name.as_deref(), Some("t-result"));

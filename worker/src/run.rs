@@ -1,5 +1,6 @@
-//! Runs the program: stdout passes through unchanged while its tail is kept,
-//! stderr is inherited, SIGTERM/SIGINT are forwarded, the exit is decoded.
+//! Runs the program: stdout and stderr pass through unchanged while the
+//! tail of stdout (the fallback result) and the last lines of both together
+//! (the log tail) are kept; SIGTERM/SIGINT are forwarded; the exit is decoded.
 
 use std::collections::VecDeque;
 use std::os::unix::process::ExitStatusExt;
@@ -24,6 +25,8 @@ pub struct Outcome {
     pub message: String,
     /// The last bytes of the program's stdout.
     pub stdout_tail: Vec<u8>,
+    /// The last lines of stdout and stderr together.
+    pub log_tail: String,
 }
 
 /// A bounded buffer keeping the last `cap` bytes written to it.
@@ -51,6 +54,23 @@ impl Tail {
     pub fn bytes(&self) -> Vec<u8> {
         self.buf.iter().copied().collect()
     }
+
+    /// True once bytes were dropped from the front.
+    fn full(&self) -> bool {
+        self.buf.len() == self.cap
+    }
+}
+
+/// The last `n` lines of `bytes` (lossy UTF-8); when the buffer dropped
+/// bytes (`cut`), its first, partial line is left out.
+pub fn last_lines(bytes: &[u8], n: usize, cut: bool) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let mut lines: Vec<&str> = text.split_inclusive('\n').collect();
+    if cut && lines.len() > 1 {
+        lines.remove(0);
+    }
+    let start = lines.len().saturating_sub(n);
+    lines[start..].concat()
 }
 
 /// Copies `from` to `to` chunk by chunk, keeping the tail; keeps draining
@@ -58,7 +78,7 @@ impl Tail {
 pub async fn tee(
     mut from: impl AsyncRead + Unpin,
     mut to: impl AsyncWrite + Unpin,
-    tail: Arc<Mutex<Tail>>,
+    tails: Vec<Arc<Mutex<Tail>>>,
 ) {
     let mut chunk = vec![0u8; 8192];
     let mut out_ok = true;
@@ -70,14 +90,24 @@ pub async fn tee(
         if out_ok && (to.write_all(&chunk[..n]).await.is_err() || to.flush().await.is_err()) {
             out_ok = false;
         }
-        if let Ok(mut t) = tail.lock() {
-            t.push(&chunk[..n]);
+        for tail in &tails {
+            if let Ok(mut t) = tail.lock() {
+                t.push(&chunk[..n]);
+            }
         }
     }
 }
 
-/// Runs `program` (name and arguments) with extra environment `env`.
-pub async fn run(program: &[String], env: &[(String, String)], tail_cap: usize) -> Outcome {
+/// Runs `program` (name and arguments) with extra environment `env`,
+/// keeping `tail_cap` bytes of stdout and `log_lines` lines (at most
+/// `log_cap` bytes) of stdout and stderr together.
+pub async fn run(
+    program: &[String],
+    env: &[(String, String)],
+    tail_cap: usize,
+    log_lines: usize,
+    log_cap: usize,
+) -> Outcome {
     let Some((name, args)) = program.split_first() else {
         return failed(2, "no program given".to_owned());
     };
@@ -86,7 +116,7 @@ pub async fn run(program: &[String], env: &[(String, String)], tail_cap: usize) 
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::inherit())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .stderr(Stdio::piped());
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -102,10 +132,18 @@ pub async fn run(program: &[String], env: &[(String, String)], tail_cap: usize) 
         .and_then(|p| i32::try_from(p).ok())
         .map(Pid::from_raw);
     let tail = Arc::new(Mutex::new(Tail::new(tail_cap)));
-    let copier = child
-        .stdout
+    let log = Arc::new(Mutex::new(Tail::new(log_cap)));
+    let copier = child.stdout.take().map(|out| {
+        tokio::spawn(tee(
+            out,
+            tokio::io::stdout(),
+            vec![tail.clone(), log.clone()],
+        ))
+    });
+    let err_copier = child
+        .stderr
         .take()
-        .map(|out| tokio::spawn(tee(out, tokio::io::stdout(), tail.clone())));
+        .map(|err| tokio::spawn(tee(err, tokio::io::stderr(), vec![log.clone()])));
 
     let mut term = signal(SignalKind::terminate()).ok();
     let mut int = signal(SignalKind::interrupt()).ok();
@@ -118,10 +156,14 @@ pub async fn run(program: &[String], env: &[(String, String)], tail_cap: usize) 
     };
     // The program may leave a background process holding stdout open: wait
     // a little for the copy to finish, not forever.
-    if let Some(c) = copier {
+    for c in [copier, err_copier].into_iter().flatten() {
         let _ = tokio::time::timeout(Duration::from_secs(2), c).await;
     }
     let stdout_tail = tail.lock().map(|t| t.bytes()).unwrap_or_default();
+    let log_tail = log
+        .lock()
+        .map(|t| last_lines(&t.bytes(), log_lines, t.full()))
+        .unwrap_or_default();
     let (exit_code, message) = match status {
         Ok(st) => decode(st),
         Err(e) => (1, format!("cannot wait for the program: {e}")),
@@ -130,6 +172,7 @@ pub async fn run(program: &[String], env: &[(String, String)], tail_cap: usize) 
         exit_code,
         message,
         stdout_tail,
+        log_tail,
     }
 }
 
@@ -154,6 +197,7 @@ fn failed(exit_code: i32, message: String) -> Outcome {
         exit_code,
         message,
         stdout_tail: Vec::new(),
+        log_tail: String::new(),
     }
 }
 

@@ -16,7 +16,14 @@ fn tail_keeps_the_last_bytes() {
 
 #[tokio::test]
 async fn exit_codes_and_tail() {
-    let o = run(&prog(&["sh", "-c", "echo hello; exit 3"]), &[], 4096).await;
+    let o = run(
+        &prog(&["sh", "-c", "echo hello; exit 3"]),
+        &[],
+        4096,
+        64,
+        8192,
+    )
+    .await;
     assert_eq!(o.exit_code, 3);
     assert_eq!(o.stdout_tail, b"hello\n");
     assert!(o.message.contains("code 3"));
@@ -29,6 +36,8 @@ async fn env_reaches_the_program() {
         &prog(&["sh", "-c", "printf %s \"$LONGTASK_RESULT\""]),
         &env,
         4096,
+        64,
+        8192,
     )
     .await;
     assert_eq!(
@@ -39,14 +48,35 @@ async fn env_reaches_the_program() {
 
 #[tokio::test]
 async fn missing_program_is_127() {
-    let o = run(&prog(&["/nonexistent/program"]), &[], 4096).await;
+    let o = run(&prog(&["/nonexistent/program"]), &[], 4096, 64, 8192).await;
     assert_eq!(o.exit_code, 127);
     assert!(o.message.contains("not found"));
 }
 
 #[tokio::test]
 async fn killed_by_signal() {
-    let o = run(&prog(&["sh", "-c", "kill -9 $$"]), &[], 4096).await;
+    let o = run(&prog(&["sh", "-c", "kill -9 $$"]), &[], 4096, 64, 8192).await;
     assert_eq!(o.exit_code, 137);
     assert!(o.message.contains("SIGKILL"), "{}", o.message);
+}
+
+#[tokio::test]
+async fn log_tail_has_both_streams_last_lines() {
+    // The streams are separate pipes: only output apart in time keeps its order.
+    let script =
+        "for i in $(seq 1 100); do echo out$i; done; sleep 0.3; echo err1 >&2; echo err2 >&2";
+    let o = run(&prog(&["sh", "-c", script]), &[], 4096, 64, 8192).await;
+    let lines: Vec<&str> = o.log_tail.lines().collect();
+    assert_eq!(lines.len(), 64, "{}", o.log_tail);
+    assert_eq!(lines[62..], ["err1", "err2"]);
+    assert_eq!(lines[61], "out100");
+    assert!(!lines.contains(&"out38"));
+}
+
+#[test]
+fn last_lines_drops_a_cut_first_line() {
+    assert_eq!(last_lines(b"a\nb\nc", 2, false), "b\nc");
+    assert_eq!(last_lines(b"rtial\nb\n", 10, true), "b\n");
+    assert_eq!(last_lines(b"only", 10, true), "only");
+    assert_eq!(last_lines(b"", 3, false), "");
 }

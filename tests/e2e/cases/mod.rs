@@ -2,12 +2,15 @@
 
 mod apiserver;
 mod basics;
+mod cancel;
 mod chaos;
 mod faults;
 mod ha;
+mod postmortem;
 mod restart;
 mod scale;
 mod validation;
+mod waiting;
 
 use crate::Case;
 
@@ -45,6 +48,26 @@ pub static ALL: &[Case] = &[
         validation::operator_runs_with_manifest_rbac
     ),
     case!(worker_sigkill, false, faults::worker_sigkill),
+    case!(
+        cancel_stops_gracefully,
+        false,
+        cancel::cancel_stops_gracefully
+    ),
+    case!(
+        unschedulable_and_config_error_visible,
+        false,
+        waiting::unschedulable_and_config_error_visible
+    ),
+    case!(
+        log_tail_outlives_the_pod,
+        false,
+        postmortem::log_tail_outlives_the_pod
+    ),
+    case!(
+        image_pull_failure_visible,
+        true,
+        waiting::image_pull_failure_visible
+    ),
     case!(never_blocks, true, scale::never_blocks),
     case!(result_deleted_unread, true, faults::result_deleted_unread),
     case!(restart_safe, true, restart::restart_safe),
