@@ -9,6 +9,7 @@ mod ha;
 mod postmortem;
 mod restart;
 mod scale;
+mod sizes;
 mod validation;
 mod waiting;
 
@@ -48,6 +49,7 @@ pub static ALL: &[Case] = &[
         validation::operator_runs_with_manifest_rbac
     ),
     case!(worker_sigkill, false, faults::worker_sigkill),
+    case!(result_sizes, false, sizes::result_sizes),
     case!(
         cancel_stops_gracefully,
         false,
