@@ -15,7 +15,14 @@ use kube::{Api, Client};
 use crate::identity::Identity;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
-const ATTEMPTS: u32 = 3;
+/// How long transient failures (API server restarting, 5xx, 429, 401/403) are
+/// retried before the result is given up: it is the only copy.
+const WRITE_DEADLINE: Duration = Duration::from_secs(120);
+
+/// Pause before retry `attempt` (1-based): 1, 2, 4, 8 s, then 10 s.
+pub fn retry_delay(attempt: u32) -> Duration {
+    Duration::from_secs((1u64 << attempt.saturating_sub(1).min(4)).min(10))
+}
 
 /// The result text and the size of the whole result: the result file if the
 /// program wrote one, else the tail of stdout. A note says when it was cut.
@@ -90,10 +97,14 @@ pub async fn write(id: &Identity, r: &TaskResult) -> Result<(), String> {
     let name = result::config_map_name(&id.task_name);
     let pp = PatchParams::apply(names::WORKER_FIELD_MANAGER).force();
     let mut last = String::new();
-    for attempt in 1..=ATTEMPTS {
+    let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
+    for attempt in 1.. {
         match tokio::time::timeout(CALL_TIMEOUT, api.patch(&name, &pp, &Patch::Apply(&cm))).await {
             Ok(Ok(_)) => return Ok(()),
-            Ok(Err(kube::Error::Api(s))) if s.code < 500 && s.code != 429 => {
+            // 401/403 are retried too: a restarting API server, or a
+            // RoleBinding created moments ago, authorizes only once its
+            // caches are warm.
+            Ok(Err(kube::Error::Api(s))) if s.code < 500 && ![401, 403, 429].contains(&s.code) => {
                 return Err(format!(
                     "the API server refused ConfigMap {name}: {} ({})",
                     s.message, s.code
@@ -102,9 +113,12 @@ pub async fn write(id: &Identity, r: &TaskResult) -> Result<(), String> {
             Ok(Err(e)) => last = format!("cannot apply ConfigMap {name}: {e}"),
             Err(_) => last = format!("cannot apply ConfigMap {name}: no answer within 10s"),
         }
-        if attempt < ATTEMPTS {
-            tokio::time::sleep(Duration::from_secs(u64::from(attempt))).await;
+        let pause = retry_delay(attempt);
+        if tokio::time::Instant::now() + pause > deadline {
+            break;
         }
+        crate::say(&format!("{last}; retrying in {pause:?}"));
+        tokio::time::sleep(pause).await;
     }
     Err(last)
 }
@@ -112,6 +126,12 @@ pub async fn write(id: &Identity, r: &TaskResult) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_back_off_to_ten_seconds() {
+        let got: Vec<u64> = (1..=7).map(|a| retry_delay(a).as_secs()).collect();
+        assert_eq!(got, vec![1, 2, 4, 8, 10, 10, 10]);
+    }
 
     #[test]
     fn result_file_wins_over_stdout() {
