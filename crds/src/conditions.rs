@@ -2,6 +2,8 @@
 
 /// `status.phase` values (absent means not started).
 pub mod phase {
+    /// Waiting for a slot, or the Job is suspended by someone else.
+    pub const QUEUED: &str = "Queued";
     /// The Job exists and has not finished.
     pub const RUNNING: &str = "Running";
     /// The Job succeeded and its result was accepted.
@@ -20,7 +22,8 @@ pub mod types {
     pub const FAILED: &str = "Failed";
     /// True on either outcome: `kubectl wait --for=condition=Finished`.
     pub const FINISHED: &str = "Finished";
-    /// True while the pod cannot start (image, scheduling, config).
+    /// True while the Task waits: for a slot, a suspended Job, or a pod that
+    /// cannot start (image, scheduling, config).
     pub const WAITING: &str = "Waiting";
 }
 
@@ -58,6 +61,11 @@ pub mod reasons {
     pub const JOB_OWNED_BY_OTHER: &str = "JobOwnedByOther";
     /// The Task's Job disappeared or was replaced by a Job it did not create.
     pub const JOB_LOST: &str = "JobLost";
+    /// Too many Tasks are active (--max-active-tasks, or the namespace's
+    /// longtask.dev/max-active-tasks annotation); the message gives the position.
+    pub const QUEUE_FULL: &str = "QueueFull";
+    /// Someone else (e.g. Kueue) suspended the Task's Job; it runs once resumed.
+    pub const SUSPENDED: &str = "Suspended";
     /// The spec is invalid in a way the CRD schema could not catch.
     pub const INVALID_SPEC: &str = "InvalidSpec";
 }

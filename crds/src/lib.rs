@@ -7,7 +7,7 @@ pub mod names;
 pub mod result;
 pub mod task;
 
-pub use task::{Phase, Task, TaskSpec, TaskStatus};
+pub use task::{Phase, ShardCounts, ShardResult, Task, TaskSpec, TaskStatus};
 
 use kube::CustomResourceExt;
 

@@ -46,10 +46,23 @@ pub mod labels {
     pub const JOB_UID: &str = "longtask.dev/job-uid";
     /// Label the Job controller puts on its pods, carrying the Job's UID.
     pub const JOB_CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
+    /// Shard index of a sharded Task's result ConfigMap.
+    pub const SHARD: &str = "longtask.dev/shard";
+    /// Labels with this prefix on a Task are copied to its Job, so an
+    /// admission system such as Kueue (`kueue.x-k8s.io/queue-name`) can manage it.
+    pub const KUEUE_PREFIX: &str = "kueue.x-k8s.io/";
     /// Standard `managed-by` label for objects the operator owns.
     pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
     /// Value of [`MANAGED_BY`].
     pub const MANAGED_BY_VALUE: &str = "longtask-operator";
+}
+
+/// Annotations the operator reads.
+pub mod annotations {
+    /// On a Namespace: at most this many of its Tasks have a Job at once.
+    pub const MAX_ACTIVE_TASKS: &str = "longtask.dev/max-active-tasks";
+    /// On an Indexed Job's pods (set by the Job controller): the completion index.
+    pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 }
 
 /// Environment variables of the worker container (and of the program it runs).
@@ -64,6 +77,10 @@ pub mod env {
     pub const POD_NAME: &str = "LONGTASK_POD_NAME";
     /// Job UID (downward API `metadata.labels['batch.kubernetes.io/controller-uid']`).
     pub const JOB_UID: &str = "LONGTASK_JOB_UID";
+    /// Shard index, 0-based (downward API of the Job's completion index, or "0").
+    pub const SHARD: &str = "LONGTASK_SHARD";
+    /// Number of shards of the Task (set by the operator).
+    pub const SHARDS: &str = "LONGTASK_SHARDS";
     /// Writable per-pod directory the worker keeps its files in (set by the operator).
     pub const WORK_DIR: &str = "LONGTASK_WORK_DIR";
     /// File the program may write its result to (set by the worker for the program).
@@ -72,6 +89,8 @@ pub mod env {
     pub const PROGRESS: &str = "LONGTASK_PROGRESS";
     /// Prefix reserved for longtask; Task env entries may not use it.
     pub const RESERVED_PREFIX: &str = "LONGTASK_";
+    /// Operator: at most this many Tasks have a Job at once.
+    pub const MAX_ACTIVE_TASKS: &str = "LONGTASK_MAX_ACTIVE_TASKS";
     /// Operator: the worker image reference.
     pub const WORKER_IMAGE: &str = "LONGTASK_WORKER_IMAGE";
 }

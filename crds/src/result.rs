@@ -38,6 +38,11 @@ pub fn config_map_name(task_name: &str) -> String {
     format!("{task_name}{CONFIG_MAP_SUFFIX}")
 }
 
+/// Name of the result ConfigMap of shard `shard` of a sharded Task.
+pub fn shard_config_map_name(task_name: &str, shard: u32) -> String {
+    format!("{task_name}{CONFIG_MAP_SUFFIX}-{shard}")
+}
+
 /// What one run of the program produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TaskResult {

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
     derive = "PartialEq",
     doc = "A Task runs one program to completion in an owned batch/v1 Job and keeps its result in status.",
     validation = Rule::new("self.metadata.name.size() <= 63").message("metadata.name must be at most 63 characters: the Task's Job takes the Task's name"),
-    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Running, Completed or Failed"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Queued, Running, Completed or Failed"),
     printcolumn(name = "Attempts", type_ = "integer", json_path = ".status.attempts", description = "Pods started for this Task"),
     printcolumn(name = "Job", type_ = "string", json_path = ".status.jobName", description = "The Task's Job"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason", description = "Why the Task is in its phase"),
@@ -37,8 +37,9 @@ use serde::{Deserialize, Serialize};
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
 #[x_kube(
-    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished))").message("spec is immutable: delete the Task and create it again to run it again"),
-    validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true")
+    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism))").message("spec is immutable: delete the Task and create it again to run it again"),
+    validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true"),
+    validation = Rule::new("!has(self.parallelism) || self.parallelism <= self.shards").message("spec.parallelism must not exceed spec.shards")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TaskSpec {
@@ -109,6 +110,52 @@ pub struct TaskSpec {
     /// Default: false.
     #[serde(default)]
     pub cancel: bool,
+
+    /// Start order among Tasks waiting for a slot (see --max-active-tasks
+    /// and the namespace annotation longtask.dev/max-active-tasks): higher
+    /// first, then older first. Default: 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub priority: i32,
+
+    /// Split the work into this many shards, run as an Indexed Job: each
+    /// shard's program sees $LONGTASK_SHARD (0-based) and $LONGTASK_SHARDS,
+    /// writes its own result, and `spec.retries` applies per shard. The Task
+    /// completes when every shard has. 1 to 1000. Default: 1 (no sharding).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub shards: i32,
+
+    /// How many shards run at once; at most `shards`. Default: all of them
+    /// (the scheduler still places them by their resource requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub parallelism: Option<i32>,
+}
+
+fn one() -> i32 {
+    1
+}
+
+fn is_one(n: &i32) -> bool {
+    *n == 1
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+impl TaskSpec {
+    /// True when the Task runs as an Indexed Job of several shards.
+    pub fn is_sharded(&self) -> bool {
+        self.shards > 1
+    }
+
+    /// Shards running at once: `parallelism`, else all.
+    pub fn shard_parallelism(&self) -> i32 {
+        self.parallelism
+            .unwrap_or(self.shards)
+            .clamp(1, self.shards.max(1))
+    }
 }
 
 /// Observed state of a Task, written by the operator only.
@@ -176,6 +223,23 @@ pub struct TaskStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 
+    /// Sharded Tasks: how many shards succeeded, failed (retries exhausted)
+    /// and run now.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<ShardCounts>,
+
+    /// Sharded Tasks: each shard's result, in shard order, once the Job has
+    /// finished. All results together hold at most 32 KiB here (see
+    /// shardResultsTruncated); each whole result is in the ConfigMap
+    /// `<task>-result-<shard>`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    pub shard_results: Vec<ShardResult>,
+
+    /// True when some shard results were cut to keep the status small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard_results_truncated: Option<bool>,
+
     /// The metadata.generation this status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -187,10 +251,41 @@ pub struct TaskStatus {
     pub conditions: Vec<Condition>,
 }
 
-/// Lifecycle phase: absent until the Job exists, then Running, and finally
-/// Completed or Failed (see reason and message).
+/// Shard counts of a sharded Task.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardCounts {
+    /// Shards whose program succeeded.
+    pub succeeded: i32,
+    /// Shards that failed on every attempt.
+    pub failed: i32,
+    /// Shards running now.
+    pub active: i32,
+}
+
+/// One shard's result.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardResult {
+    /// The shard's index ($LONGTASK_SHARD).
+    pub index: i32,
+    /// Exit code of the shard's last run; absent when it left no result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// What the shard's program returned (cut when the results together
+    /// exceed 32 KiB).
+    #[serde(default)]
+    pub result: String,
+}
+
+/// Lifecycle phase: absent until the Task is looked at, Queued while it
+/// waits for a slot or its Job is suspended, Running while its Job runs,
+/// and finally Completed or Failed (see reason and message).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 pub enum Phase {
+    /// Waiting: for a slot (reason QueueFull, with its position) or because
+    /// someone else, e.g. Kueue, suspended its Job (reason Suspended).
+    Queued,
     /// The Job exists and has not finished.
     Running,
     /// The program succeeded and its result was accepted.
@@ -203,6 +298,7 @@ impl Phase {
     /// The phase as it appears in `status.phase`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Queued => crate::conditions::phase::QUEUED,
             Self::Running => crate::conditions::phase::RUNNING,
             Self::Completed => crate::conditions::phase::COMPLETED,
             Self::Failed => crate::conditions::phase::FAILED,

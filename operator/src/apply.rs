@@ -6,7 +6,7 @@ use std::future::Future;
 use crds::names::{API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
@@ -104,6 +104,72 @@ pub async fn suspend_job(ctx: &Context, job: &Job) -> Result<(), ApplyError> {
         name,
         source,
     })
+}
+
+/// Task UIDs (from the label) of every Job the operator made in `namespace`
+/// (`None`: all namespaces), read live from the API server.
+pub async fn list_job_task_uids(
+    ctx: &Context,
+    namespace: Option<&str>,
+) -> Result<Vec<(String, String)>, ApplyError> {
+    let api: Api<Job> = match namespace {
+        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
+        None => Api::all(ctx.client.clone()),
+    };
+    let lp = ListParams::default().labels(labels::TASK_UID);
+    let list = call(ctx, "list", api.list_metadata(&lp))
+        .await
+        .map_err(|source| ApplyError::ListJobs {
+            namespace: namespace.unwrap_or("all namespaces").to_owned(),
+            source,
+        })?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|j| {
+            let ns = j.metadata.namespace.clone()?;
+            let uid = j.metadata.labels.as_ref()?.get(labels::TASK_UID)?.clone();
+            Some((ns, uid))
+        })
+        .collect())
+}
+
+/// The annotations of namespace `name` (absent namespace: none).
+pub async fn namespace_annotations(
+    ctx: &Context,
+    name: &str,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, ApplyError> {
+    let api: Api<Namespace> = Api::all(ctx.client.clone());
+    call(ctx, "get", api.get_metadata_opt(name))
+        .await
+        .map(|ns| ns.and_then(|n| n.metadata.annotations))
+        .map_err(|source| ApplyError::GetNamespace {
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// The result ConfigMaps of the shards of Task `name` (by the Task UID label).
+pub async fn list_shard_results(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    task_uid: &str,
+) -> Result<Vec<ConfigMap>, ApplyError> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    let lp = ListParams::default().labels(&format!(
+        "{}={task_uid},{}",
+        labels::TASK_UID,
+        labels::SHARD
+    ));
+    call(ctx, "list", api.list(&lp))
+        .await
+        .map(|l| l.items)
+        .map_err(|source| ApplyError::ListResults {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
 }
 
 /// Pods controlled by `job` (found by the Task UID label, fenced by Job UID).

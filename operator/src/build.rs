@@ -16,6 +16,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::Resource;
 
 use crate::error::BuildError;
+use crate::shape;
 
 /// UID and GID the worker runs as (matches the worker image's `USER`).
 pub const WORKER_UID: i64 = 65532;
@@ -73,6 +74,7 @@ pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
     args.extend(spec.args.iter().cloned());
 
     let mut env_vars = identity_env(&id);
+    env_vars.extend(shape::shard_env(spec.shards));
     env_vars.extend(spec.env.iter().cloned());
 
     let container = Container {
@@ -107,19 +109,13 @@ pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
         metadata: ObjectMeta {
             name: Some(id.name.to_owned()),
             namespace: Some(id.namespace.to_owned()),
-            labels: Some(lbls.clone()),
+            labels: Some(shape::job_labels(task, &lbls)),
             owner_references: Some(vec![controller_ref(&id)]),
             ..ObjectMeta::default()
         },
         spec: Some(JobSpec {
-            backoff_limit: Some(spec.retries),
             active_deadline_seconds: spec.timeout_seconds,
             ttl_seconds_after_finished: spec.ttl_seconds_after_finished,
-            completions: Some(1),
-            parallelism: Some(1),
-            // A replacement pod starts only once the failed one is gone, so
-            // two runs of the program never overlap because of a retry.
-            pod_replacement_policy: Some("Failed".to_owned()),
             template: PodTemplateSpec {
                 metadata: Some(ObjectMeta {
                     labels: Some(lbls),
@@ -127,7 +123,7 @@ pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
                 }),
                 spec: Some(pod),
             },
-            ..JobSpec::default()
+            ..shape::job_spec(spec)
         }),
         status: None,
     })

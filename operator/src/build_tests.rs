@@ -19,6 +19,9 @@ fn task(f: impl FnOnce(&mut TaskSpec)) -> Task {
         ttl_seconds_after_finished: None,
         start_timeout_seconds: None,
         cancel: false,
+        priority: 0,
+        shards: 1,
+        parallelism: None,
     };
     f(&mut spec);
     let mut t = Task::new("hello", spec);

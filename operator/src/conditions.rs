@@ -52,6 +52,12 @@ pub fn compute(
             }
             out.push(set(types::FINISHED, false, reasons::NOT_FINISHED, ""));
         }
+        Some(Phase::Queued) => {
+            let r = reason.unwrap_or(reasons::QUEUE_FULL);
+            out.push(set(types::RUNNING, false, r, msg));
+            out.push(set(types::WAITING, true, r, msg));
+            out.push(set(types::FINISHED, false, reasons::NOT_FINISHED, ""));
+        }
         Some(p @ (Phase::Completed | Phase::Failed)) => {
             let r = reason.unwrap_or(reasons::JOB_FAILED);
             out.push(set(types::RUNNING, false, r, msg));

@@ -1,5 +1,6 @@
 //! What every reconcile gets: the client, the settings, the Event recorder,
-//! the metrics and the per-object retry bookkeeping. No Task state lives here.
+//! the metrics, the per-object retry bookkeeping and the admission lock.
+//! No Task state lives here.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +24,9 @@ pub struct Config {
     pub running_requeue: Duration,
     /// Requeue while a Job of another Task blocks the name.
     pub blocked_requeue: Duration,
+    /// Requeue of a Task waiting for a slot (a safety net and position
+    /// refresh: a finishing Task starts the next ones itself).
+    pub queued_requeue: Duration,
     /// First retry delay after a failed reconcile.
     pub backoff_base: Duration,
     /// Longest retry delay after failed reconciles.
@@ -36,6 +40,7 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
     pub backoff: Backoff,
+    pub queue: crate::admit::Queue,
 }
 
 /// Per-object exponential backoff: consecutive failures per Task, forgotten

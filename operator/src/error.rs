@@ -48,6 +48,25 @@ pub enum ApplyError {
         #[source]
         source: CallError,
     },
+    #[error("cannot list the Jobs of {namespace} to count active Tasks: {source}")]
+    ListJobs {
+        namespace: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get namespace {name} for its Task limit: {source}")]
+    GetNamespace {
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot list the shard results of Task {namespace}/{name}: {source}")]
+    ListResults {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
     #[error("cannot list pods of Job {namespace}/{name}: {source}")]
     ListPods {
         namespace: String,
@@ -93,6 +112,9 @@ impl ApplyError {
             | Self::CreateJob { source, .. }
             | Self::SuspendJob { source, .. }
             | Self::ListPods { source, .. }
+            | Self::ListJobs { source, .. }
+            | Self::GetNamespace { source, .. }
+            | Self::ListResults { source, .. }
             | Self::GetResult { source, .. }
             | Self::ApplyServiceAccount { source, .. }
             | Self::ApplyRoleBinding { source, .. }
@@ -108,6 +130,9 @@ impl ApplyError {
             Self::CreateJob { .. } => "create_job",
             Self::SuspendJob { .. } => "suspend_job",
             Self::ListPods { .. } => "list_pods",
+            Self::ListJobs { .. } => "list_jobs",
+            Self::GetNamespace { .. } => "get_namespace",
+            Self::ListResults { .. } => "list_results",
             Self::GetResult { .. } => "get_result",
             Self::ApplyServiceAccount { .. } => "apply_service_account",
             Self::ApplyRoleBinding { .. } => "apply_role_binding",
@@ -130,6 +155,8 @@ pub enum Error {
     Apply(#[from] ApplyError),
     #[error("cannot build the Job: {0}")]
     Build(#[from] BuildError),
+    #[error("the Task cache is not ready yet; cannot place the Task in the queue")]
+    QueueNotReady,
 }
 
 impl Error {
@@ -138,6 +165,7 @@ impl Error {
         match self {
             Self::Apply(e) => e.category(),
             Self::Build(_) => "build",
+            Self::QueueNotReady => "queue_not_ready",
         }
     }
 

@@ -3,7 +3,7 @@
 
 use crds::conditions::reasons;
 use crds::result::MAX_RESULT_BYTES;
-use crds::{Phase, Task, TaskStatus};
+use crds::{Phase, ShardCounts, ShardResult, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -29,6 +29,9 @@ pub struct Facts {
     pub log_tail: Option<String>,
     /// Look again after this long (a start deadline), if nothing happens first.
     pub wake_in: Option<std::time::Duration>,
+    pub shards: Option<ShardCounts>,
+    pub shard_results: Vec<ShardResult>,
+    pub shard_results_truncated: bool,
 }
 
 /// Keeps what is recorded (used before a Job exists).
@@ -48,6 +51,9 @@ pub fn carry(prev: &TaskStatus) -> Facts {
         wake_in: None,
         result_digest: prev.result_digest.clone(),
         log_tail: prev.log_tail.clone(),
+        shards: prev.shards.clone(),
+        shard_results: prev.shard_results.clone(),
+        shard_results_truncated: prev.shard_results_truncated == Some(true),
     }
 }
 

@@ -32,6 +32,9 @@ pub fn task(status: Option<TaskStatus>) -> Task {
             ttl_seconds_after_finished: None,
             start_timeout_seconds: None,
             cancel: false,
+            priority: 0,
+            shards: 1,
+            parallelism: None,
         },
     );
     t.metadata.uid = Some("tu".into());
@@ -158,6 +161,7 @@ pub fn obs<'a>(
         job,
         result,
         pods,
+        shard_results: &[],
         now: at(500),
     }
 }

@@ -1,5 +1,6 @@
 //! longtask-operator: reconciles `Task`s into owned batch/v1 Jobs.
 
+mod admit;
 mod apply;
 mod build;
 mod conditions;
@@ -13,8 +14,11 @@ mod fixtures;
 mod leader;
 mod metrics;
 mod observe;
+mod queue;
 mod reconcile;
 mod server;
+mod shape;
+mod shards;
 mod status;
 mod validate;
 
@@ -27,7 +31,7 @@ use crds::Task;
 use crds::names::{env, labels};
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
@@ -70,6 +74,11 @@ struct Cli {
     /// How many Tasks are reconciled at once (0: no limit).
     #[arg(long, default_value_t = 16, env = "LONGTASK_CONCURRENCY")]
     concurrency: u16,
+    /// At most this many Tasks have a Job at once; the others wait in phase
+    /// Queued, by priority then age (default: no limit). A namespace can set
+    /// its own limit with the annotation longtask.dev/max-active-tasks.
+    #[arg(long, env = env::MAX_ACTIVE_TASKS)]
+    max_active_tasks: Option<u32>,
     /// Name of this operator instance in Events and in the Lease (the pod name).
     #[arg(long, env = "POD_NAME")]
     instance: Option<String>,
@@ -143,12 +152,14 @@ async fn run(cli: Cli) -> Result<(), String> {
             api_timeout: Duration::from_secs(cli.api_timeout_seconds.max(1)),
             running_requeue: Duration::from_secs(300),
             blocked_requeue: Duration::from_secs(15),
+            queued_requeue: Duration::from_secs(2),
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
         },
         recorder: Recorder::new(client.clone(), reporter),
         metrics: metrics.clone(),
         backoff: Backoff::default(),
+        queue: admit::Queue::new(cli.max_active_tasks, cli.namespace.clone()),
     });
     for (what, addr) in [("metrics", metrics_addr), ("health", health_addr)] {
         if let Some(addr) = addr {
@@ -236,6 +247,8 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
         .with_config(controller::Config::default().concurrency(cli.concurrency))
         .shutdown_on_signal();
     let store = controller.store();
+    ctx.queue.set_tasks(store.clone());
+    ctx.queue.set_namespaces(watch_namespaces(&client, ns));
     let ready = metrics.clone();
     // Poll with a timeout: the store's readiness signal wakes only its most
     // recent waiter, and the controller itself waits on it too.
@@ -254,7 +267,7 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
     });
     info!(namespace = ns.unwrap_or("<all>"), worker_image = %cli.worker_image, "starting controller");
     controller
-        .run(reconcile::reconcile, reconcile::error_policy, ctx)
+        .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
         .for_each(|res| async move {
             if let Err(e) = res {
                 match e {
@@ -265,6 +278,30 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
         })
         .await;
     info!("controller stopped");
+}
+
+/// A cache of namespaces' metadata (their max-active-tasks annotation),
+/// kept by a watch for as long as the controller runs.
+fn watch_namespaces(
+    client: &Client,
+    only: Option<&str>,
+) -> kube::runtime::reflector::Store<kube::core::PartialObjectMeta<Namespace>> {
+    let (reader, writer) = kube::runtime::reflector::store();
+    let api: Api<kube::core::PartialObjectMeta<Namespace>> = Api::all(client.clone());
+    let cfg = match only {
+        Some(n) => watcher::Config::default().fields(&format!("metadata.name={n}")),
+        None => watcher::Config::default(),
+    };
+    let stream = kube::runtime::reflector(writer, watcher(api, cfg));
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(ev) = stream.next().await {
+            if let Err(e) = ev {
+                warn!(error = %e, "namespace watch");
+            }
+        }
+    });
+    reader
 }
 
 /// Maps a pod of a Task's Job to that Task (by the label on the pod template).

@@ -13,6 +13,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, instrument, warn};
 
+use crate::admit::{self, Admission};
 use crate::context::Context;
 use crate::error::Error;
 use crate::observe::{self, Ownership};
@@ -67,9 +68,14 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     let mut job = apply::get_job(ctx, id.namespace, id.name).await?;
     let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
     if job.is_none() && recorded.is_none() && !task.spec.cancel {
-        apply::ensure_worker_rbac(ctx, id.namespace).await?;
-        let built = build::job(task, &ctx.config.worker_image)?;
-        job = Some(apply::create_job(ctx, &built).await?);
+        match admit::start(ctx, task).await? {
+            Admission::Started(j) => job = Some(*j),
+            Admission::Wait(w) => {
+                let desired = status::queued(task, &w, now);
+                let written = write(ctx, task, desired.status).await?;
+                return Ok(action(ctx, desired.next, written));
+            }
+        }
     }
 
     let ours = job
@@ -79,7 +85,8 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         Some(j) => apply::list_pods(ctx, id.namespace, id.uid, j).await?,
         None => Vec::new(),
     };
-    let result = if status::wants_result(task, job.as_ref()) {
+    let sharded = task.spec.is_sharded();
+    let result = if !sharded && status::wants_result(task, job.as_ref()) {
         apply::get_result(ctx, id.namespace, &config_map_name(id.name)).await?
     } else {
         None
@@ -98,10 +105,17 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         };
         apply::publish(ctx, task, &note).await;
     }
+    let shard_results = match ours {
+        Some(j) if sharded && observe::finish(j).is_some() => {
+            apply::list_shard_results(ctx, id.namespace, id.name, id.uid).await?
+        }
+        _ => Vec::new(),
+    };
     let observed = Observed {
         job: job.as_ref(),
         result: result.as_ref(),
         pods: &pods,
+        shard_results: &shard_results,
         now,
     };
     let desired = status::desired(task, &observed);
@@ -140,6 +154,10 @@ async fn write(ctx: &Context, task: &Task, next: TaskStatus) -> Result<Written, 
     {
         ctx.metrics
             .task_finished(phase.as_str(), next.reason.as_deref().unwrap_or_default());
+        // Its slot is free: start who waits for it now, not at their next look.
+        if let Err(e) = admit::drain(ctx, task).await {
+            warn!(error = %e, "cannot start queued Tasks; they retry on their own");
+        }
     }
     for note in events::transitions(prev, &next) {
         apply::publish(ctx, task, &note).await;
@@ -168,5 +186,6 @@ fn action(ctx: &Context, next: Next, written: Written) -> Action {
         Next::Wake(d) => {
             Action::requeue((d + Duration::from_secs(1)).min(ctx.config.running_requeue))
         }
+        Next::Queued => Action::requeue(ctx.config.queued_requeue),
     }
 }

@@ -12,6 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::conditions;
 use crate::facts::{Facts, blocked, cancelled_unstarted, carry, from_job, lost};
 use crate::observe::{self, Ownership};
+use crate::{queue, shards};
 
 /// What the reconciler saw in the cluster for one Task.
 pub struct Observed<'a> {
@@ -21,6 +22,8 @@ pub struct Observed<'a> {
     pub result: Option<&'a ConfigMap>,
     /// Pods of that Job (only when the Job is ours).
     pub pods: &'a [Pod],
+    /// Result ConfigMaps of the Task's shards (sharded Tasks whose Job finished).
+    pub shard_results: &'a [ConfigMap],
     /// The time to stamp on anything that changes now.
     pub now: Time,
 }
@@ -36,6 +39,9 @@ pub enum Next {
     Blocked,
     /// The Job runs and a deadline (spec.startTimeoutSeconds) falls due in this long.
     Wake(std::time::Duration),
+    /// Waiting for a slot: look again soon (a slot frees without an event
+    /// on this Task).
+    Queued,
 }
 
 /// The status to write and when to come back.
@@ -96,8 +102,8 @@ pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
         (Some(job), recorded) => {
             let job_uid = job.metadata.uid.as_deref().unwrap_or_default();
             match (observe::ownership(job, task_uid), recorded) {
-                (Ownership::Ours, None) => from_job(task, &prev, job, obs),
-                (Ownership::Ours, Some(r)) if r == job_uid => from_job(task, &prev, job, obs),
+                (Ownership::Ours, None) => ours(task, &prev, job, obs),
+                (Ownership::Ours, Some(r)) if r == job_uid => ours(task, &prev, job, obs),
                 (_, Some(r)) => {
                     let how =
                         format!("was replaced by a Job this Task did not create (UID {job_uid})");
@@ -137,6 +143,30 @@ pub fn digest(bytes: &[u8]) -> String {
     format!("sha256:{hex}")
 }
 
+/// The facts of the Task's own Job: sharded or not, suspended or not.
+fn ours(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
+    let facts = if task.spec.is_sharded() {
+        shards::from_job(task, prev, job, obs)
+    } else {
+        from_job(task, prev, job, obs)
+    };
+    queue::suspended(task, job, facts)
+}
+
+/// The status of a Task that waits for a slot (`wait` says where).
+pub fn queued(task: &Task, wait: &queue::Wait, now: Time) -> Desired {
+    let prev = task.status.clone().unwrap_or_default();
+    let message = wait.message();
+    let facts = Facts {
+        phase: Some(Phase::Queued),
+        reason: Some(reasons::QUEUE_FULL.to_owned()),
+        waiting: Some((reasons::QUEUE_FULL.to_owned(), message.clone())),
+        message: Some(message),
+        ..carry(&prev)
+    };
+    assemble(task, &prev, facts, now)
+}
+
 /// Turns facts into the status: conditions, bounded result and message.
 fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
     let generation = task.metadata.generation;
@@ -161,6 +191,7 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         (Some(p), _) if p.is_terminal() => Next::Done,
         (_, Some(reasons::JOB_OWNED_BY_OTHER)) => Next::Blocked,
         _ if task.spec.cancel => Next::Blocked,
+        (Some(Phase::Queued), Some(reasons::QUEUE_FULL)) => Next::Queued,
         _ => f.wake_in.map_or(Next::Running, Next::Wake),
     };
     let status = TaskStatus {
@@ -171,6 +202,9 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         started_at: f.started_at,
         completed_at: f.completed_at,
         attempts: f.attempts,
+        shards: f.shards,
+        shard_results: f.shard_results,
+        shard_results_truncated: f.shard_results_truncated.then_some(true),
         exit_code: f.exit_code,
         result,
         result_truncated: truncated,

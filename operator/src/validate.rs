@@ -67,6 +67,9 @@ mod tests {
             ttl_seconds_after_finished: None,
             start_timeout_seconds: None,
             cancel: false,
+            priority: 0,
+            shards: 1,
+            parallelism: None,
         };
         f(&mut spec);
         Task::new(name, spec)

@@ -12,6 +12,46 @@ pub struct Identity {
     pub namespace: String,
     pub job_uid: String,
     pub pod_name: String,
+    /// The shard this pod runs, for a Task of more than one shard.
+    pub shard: Option<u32>,
+}
+
+impl Identity {
+    /// Name of the ConfigMap this run writes its result to.
+    pub fn result_name(&self) -> String {
+        match self.shard {
+            Some(i) => crds::result::shard_config_map_name(&self.task_name, i),
+            None => crds::result::config_map_name(&self.task_name),
+        }
+    }
+}
+
+/// The shard of a Task of several shards, from `$LONGTASK_SHARD` and
+/// `$LONGTASK_SHARDS`; `None` for a single-shard Task.
+pub fn shard(vars: &HashMap<String, String>) -> Result<Option<u32>, String> {
+    let num = |k: &str| {
+        vars.get(k).map(|v| {
+            v.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("{k}={v:?} is not a number"))
+        })
+    };
+    let shards = num(env::SHARDS).transpose()?.unwrap_or(1);
+    if shards <= 1 {
+        return Ok(None);
+    }
+    match num(env::SHARD).transpose()? {
+        Some(i) if i < shards => Ok(Some(i)),
+        Some(i) => Err(format!(
+            "{}={i} is not below {}={shards}",
+            env::SHARD,
+            env::SHARDS
+        )),
+        None => Err(format!(
+            "{} is unset in a Task of {shards} shards",
+            env::SHARD
+        )),
+    }
 }
 
 /// Reads the identity from `vars`; `Err` lists the variables that are missing.
@@ -30,6 +70,7 @@ pub fn from_env(vars: &HashMap<String, String>) -> Result<Identity, Vec<&'static
         namespace: get(env::NAMESPACE),
         job_uid: get(env::JOB_UID),
         pod_name: get(env::POD_NAME),
+        shard: None,
     };
     if missing.is_empty() {
         Ok(id)
@@ -58,5 +99,38 @@ mod tests {
         vars.insert(env::JOB_UID.to_owned(), " ".to_owned());
         vars.remove(env::TASK_UID);
         assert_eq!(from_env(&vars), Err(vec![env::TASK_UID, env::JOB_UID]));
+    }
+
+    #[test]
+    fn shards_name_their_result() {
+        let vars = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect()
+        };
+        assert_eq!(shard(&vars(&[])), Ok(None));
+        assert_eq!(
+            shard(&vars(&[(env::SHARD, "0"), (env::SHARDS, "1")])),
+            Ok(None)
+        );
+        assert_eq!(
+            shard(&vars(&[(env::SHARD, "3"), (env::SHARDS, "12")])),
+            Ok(Some(3))
+        );
+        assert!(shard(&vars(&[(env::SHARD, "12"), (env::SHARDS, "12")])).is_err());
+        assert!(shard(&vars(&[(env::SHARDS, "2")])).is_err());
+        assert!(shard(&vars(&[(env::SHARD, "x"), (env::SHARDS, "2")])).is_err());
+        let mut id = Identity {
+            task_name: "t".into(),
+            task_uid: "tu".into(),
+            namespace: "ns".into(),
+            job_uid: "ju".into(),
+            pod_name: "p".into(),
+            shard: None,
+        };
+        assert_eq!(id.result_name(), "t-result");
+        id.shard = Some(7);
+        assert_eq!(id.result_name(), "t-result-7");
     }
 }

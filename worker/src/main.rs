@@ -51,7 +51,16 @@ async fn main() -> ExitCode {
 
 async fn run_task(program: &[String]) -> i32 {
     let vars: HashMap<String, String> = std::env::vars().collect();
-    let id = identity::from_env(&vars);
+    let id = identity::from_env(&vars).and_then(|mut id| match identity::shard(&vars) {
+        Ok(shard) => {
+            id.shard = shard;
+            Ok(id)
+        }
+        Err(e) => {
+            say(&format!("cannot tell which shard this is: {e}"));
+            Err(vec![env::SHARD])
+        }
+    });
     if let Err(missing) = &id {
         say(&format!(
             "not running in a longtask Job ({} unset): running the program without reporting a result",

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crds::names::{self, labels};
-use crds::result::{self, MAX_RESULT_BYTES, TaskResult};
+use crds::result::{MAX_RESULT_BYTES, TaskResult};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Patch, PatchParams};
@@ -65,12 +65,9 @@ pub fn read_result(file: &Path, stdout_tail: &[u8]) -> (String, usize, Option<St
 pub fn config_map(id: &Identity, r: &TaskResult) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
-            name: Some(result::config_map_name(&id.task_name)),
+            name: Some(id.result_name()),
             namespace: Some(id.namespace.clone()),
-            labels: Some(BTreeMap::from([
-                (labels::TASK_UID.to_owned(), id.task_uid.clone()),
-                (labels::JOB_UID.to_owned(), id.job_uid.clone()),
-            ])),
+            labels: Some(labels_of(id)),
             owner_references: Some(vec![OwnerReference {
                 api_version: names::API_VERSION.to_owned(),
                 kind: names::KIND.to_owned(),
@@ -86,6 +83,17 @@ pub fn config_map(id: &Identity, r: &TaskResult) -> ConfigMap {
     }
 }
 
+fn labels_of(id: &Identity) -> BTreeMap<String, String> {
+    let mut l = BTreeMap::from([
+        (labels::TASK_UID.to_owned(), id.task_uid.clone()),
+        (labels::JOB_UID.to_owned(), id.job_uid.clone()),
+    ]);
+    if let Some(i) = id.shard {
+        l.insert(labels::SHARD.to_owned(), i.to_string());
+    }
+    l
+}
+
 /// Applies the result ConfigMap, retrying transient failures a few times.
 pub async fn write(id: &Identity, r: &TaskResult) -> Result<(), String> {
     let client = tokio::time::timeout(CALL_TIMEOUT, Client::try_default())
@@ -94,7 +102,7 @@ pub async fn write(id: &Identity, r: &TaskResult) -> Result<(), String> {
         .map_err(|e| format!("cannot build the API client: {e}"))?;
     let api: Api<ConfigMap> = Api::namespaced(client, &id.namespace);
     let cm = config_map(id, r);
-    let name = result::config_map_name(&id.task_name);
+    let name = id.result_name();
     let pp = PatchParams::apply(names::WORKER_FIELD_MANAGER).force();
     let mut last = String::new();
     let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
@@ -162,6 +170,7 @@ mod tests {
             namespace: "ns".into(),
             job_uid: "ju".into(),
             pod_name: "p".into(),
+            shard: None,
         };
         let r = TaskResult {
             result: "1".into(),
@@ -180,6 +189,6 @@ mod tests {
         );
         let o = &cm.metadata.owner_references.unwrap()[0];
         assert_eq!((o.uid.as_str(), o.controller), ("tu", None));
-        assert_eq!(cm.data.unwrap()[result::keys::EXIT_CODE], "0");
+        assert_eq!(cm.data.unwrap()[crds::result::keys::EXIT_CODE], "0");
     }
 }
