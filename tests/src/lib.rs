@@ -9,6 +9,8 @@ pub mod jobs;
 pub mod kubectl;
 pub mod operator;
 pub mod procs;
+pub mod runner;
+pub mod tracks;
 pub mod wait;
 
 use std::path::{Path, PathBuf};
@@ -51,8 +53,13 @@ fn devcluster() -> PathBuf {
 impl Cluster {
     /// Starts a fresh cluster in `target/e2e-cluster` (nodes, CPU per node).
     pub async fn up(nodes: u32, cpu: u32) -> Result<Cluster> {
+        Cluster::up_in("e2e-cluster", nodes, cpu).await
+    }
+
+    /// Starts a fresh cluster in `target/DIR` (nodes, CPU per node).
+    pub async fn up_in(dir: &str, nodes: u32, cpu: u32) -> Result<Cluster> {
         let root = root();
-        let dir = root.join("target/e2e-cluster");
+        let dir = root.join("target").join(dir);
         let bin = |n: &str| root.join("target/debug").join(n);
         for b in ["longtask-operator", "longtask-worker"] {
             if !bin(b).exists() {

@@ -14,16 +14,7 @@ mod validation;
 mod waiting;
 
 use crate::Case;
-
-macro_rules! case {
-    ($name:ident, $exclusive:expr, $f:path) => {
-        Case {
-            name: stringify!($name),
-            exclusive: $exclusive,
-            run: |c, ns| Box::pin($f(c, ns)),
-        }
-    };
-}
+use longtask_e2e::case;
 
 pub static ALL: &[Case] = &[
     case!(completes_with_result, false, basics::completes_with_result),

@@ -1,0 +1,262 @@
+//! Capacity and queueing: the scheduler bounds Tasks by their requests;
+//! `--max-active-tasks` and the namespace annotation bound them by count,
+//! in priority-then-age order; a Job suspended by hand keeps its Task Queued.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, ensure};
+use k8s_openapi::api::batch::v1::Job;
+use kube::api::{Api, ListParams};
+use longtask_e2e::tracks::Track;
+use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, operator, sh_task, tasks, wait};
+use serde_json::Value;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// Waits until every Task in the namespace is Completed (and there are `n`).
+async fn all_complete(ns: &TestNs, n: usize, timeout: Duration) -> Result<()> {
+    let api = tasks(&ns.client, &ns.name);
+    wait::until(timeout, &format!("all {n} Tasks Completed"), || {
+        let api = api.clone();
+        async move {
+            let list = api.list(&ListParams::default()).await?;
+            let done = list
+                .items
+                .iter()
+                .filter(|t| t.data["status"]["phase"] == "Completed")
+                .count();
+            Ok(list.items.len() == n && done == n)
+        }
+    })
+    .await
+}
+
+async fn status(ns: &TestNs, name: &str) -> Result<Value> {
+    let t = tasks(&ns.client, &ns.name).get(name).await?;
+    Ok(t.data["status"].clone())
+}
+
+pub async fn thirty_tasks_fit_six_cpus(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    const N: usize = 30;
+    let pods = Track::running_pods(&ns.client, &ns.name, None);
+    let docs: Vec<String> = (0..N)
+        .map(|i| {
+            sh_task(
+                &format!("cpu-{i:02}"),
+                "sleep 2",
+                "  resources: {requests: {cpu: \"1\"}}\n",
+            )
+        })
+        .collect();
+    let started = Instant::now();
+    ns.apply(&docs.join("---\n"))?;
+    all_complete(&ns, N, 4 * MINUTE).await?;
+    let peak = pods.peak();
+    println!(
+        "thirty_tasks_fit_six_cpus: {N} Tasks of 1 CPU on 3x2 CPU done in {:.0}s, at most {peak} pods Running at once",
+        started.elapsed().as_secs_f64()
+    );
+    ensure!(peak <= 6, "{peak} pods Running at once on 6 CPUs");
+    ensure!(
+        peak >= 2,
+        "at most {peak} pod Running at once: no parallelism"
+    );
+    Ok(())
+}
+
+pub async fn namespace_cap(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    const N: usize = 6;
+    ns.kubectl.run(&[
+        "annotate",
+        "namespace",
+        &ns.name,
+        "longtask.dev/max-active-tasks=2",
+    ])?;
+    let jobs = Track::unfinished_jobs(&ns.client, &ns.name);
+    let names: Vec<String> = (0..N).map(|i| format!("ns-{i}")).collect();
+    let docs: Vec<String> = names.iter().map(|n| sh_task(n, "sleep 1", "")).collect();
+    ns.apply(&docs.join("---\n"))?;
+    all_complete(&ns, N, 2 * MINUTE).await?;
+    let (peak, order) = (jobs.peak(), jobs.order());
+    println!("namespace_cap: limit 2, at most {peak} Jobs at once, start order {order:?}");
+    ensure!(peak <= 2, "{peak} Jobs at once with a namespace limit of 2");
+    ensure!(order == names, "start order {order:?}, want {names:?}");
+    Ok(())
+}
+
+/// Sets (or removes) LONGTASK_MAX_ACTIVE_TASKS on the operator and waits
+/// until a new pod leads.
+async fn set_max_active(c: &Cluster, value: Option<u32>) -> Result<()> {
+    let assignment = value.map_or("LONGTASK_MAX_ACTIVE_TASKS-".to_owned(), |v| {
+        format!("LONGTASK_MAX_ACTIVE_TASKS={v}")
+    });
+    let deploy = "deployment/longtask-operator";
+    c.kubectl
+        .run(&["-n", SYSTEM_NS, "set", "env", deploy, &assignment])?;
+    c.kubectl.run(&[
+        "-n",
+        SYSTEM_NS,
+        "rollout",
+        "status",
+        deploy,
+        "--timeout=120s",
+    ])?;
+    let want = value.map(|v| v.to_string());
+    wait::until(MINUTE, "a reconfigured operator pod leads", || async {
+        let pods = operator::pods(&c.client).await?;
+        let all: Api<k8s_openapi::api::core::v1::Pod> =
+            Api::namespaced(c.client.clone(), SYSTEM_NS);
+        let total = all
+            .list(&ListParams::default().labels(operator::SELECTOR))
+            .await?
+            .items
+            .len();
+        let configured = pods.iter().all(|p| {
+            let env = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.containers.first())
+                .and_then(|c| c.env.clone())
+                .unwrap_or_default();
+            env.iter()
+                .find(|e| e.name == "LONGTASK_MAX_ACTIVE_TASKS")
+                .and_then(|e| e.value.clone())
+                == want
+        });
+        let (holder, _) = operator::leader(&c.client).await?;
+        let leads = pods
+            .iter()
+            .any(|p| p.metadata.name.is_some() && p.metadata.name == holder);
+        Ok(configured && total == pods.len() && leads)
+    })
+    .await
+}
+
+pub async fn max_active_tasks_in_order(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    set_max_active(&c, Some(3)).await?;
+    let res = in_order(&c, &ns).await;
+    let restored = set_max_active(&c, None).await;
+    res?;
+    restored
+}
+
+async fn in_order(c: &Cluster, ns: &TestNs) -> Result<()> {
+    const N: usize = 10;
+    let jobs = Track::unfinished_jobs(&ns.client, &ns.name);
+    // Three blockers fill the slots until the queue is complete.
+    let gate = c.dir.join(format!("{}-go", ns.name));
+    let script = format!("while [ ! -e '{}' ]; do sleep 0.1; done", gate.display());
+    let blockers: Vec<String> = (0..3)
+        .map(|i| sh_task(&format!("block-{i}"), &script, ""))
+        .collect();
+    ns.apply(&blockers.join("---\n"))?;
+    let api = tasks(&ns.client, &ns.name);
+    for i in 0..3 {
+        wait::condition(&api, &format!("block-{i}"), "Running", MINUTE).await?;
+    }
+    // q-08 and q-05 jump the queue by priority; the rest go by age.
+    let prio = |i: usize| match i {
+        8 => 10,
+        5 => 5,
+        _ => 0,
+    };
+    let docs: Vec<String> = (0..N)
+        .map(|i| {
+            sh_task(
+                &format!("q-{i:02}"),
+                "sleep 1",
+                &format!("  priority: {}\n", prio(i)),
+            )
+        })
+        .collect();
+    ns.apply(&docs.join("---\n"))?;
+    wait::until(MINUTE, "all 10 Tasks Queued (QueueFull)", || {
+        let api = api.clone();
+        async move {
+            let list = api.list(&ListParams::default()).await?;
+            Ok(list
+                .items
+                .iter()
+                .filter(|t| {
+                    t.data["status"]["phase"] == "Queued"
+                        && t.data["status"]["reason"] == "QueueFull"
+                })
+                .count()
+                == N)
+        }
+    })
+    .await?;
+    let head = status(ns, "q-08").await?;
+    let tail = status(ns, "q-09").await?;
+    let msg = |s: &Value| s["message"].as_str().unwrap_or_default().to_owned();
+    ensure!(
+        msg(&head).starts_with("position 1 of 10"),
+        "q-08: {}",
+        msg(&head)
+    );
+    ensure!(
+        msg(&tail).starts_with("position 10 of 10"),
+        "q-09: {}",
+        msg(&tail)
+    );
+    ensure!(
+        wait::has_condition(&serde_json::json!({ "status": head }), "Waiting"),
+        "q-08 has no Waiting condition"
+    );
+    std::fs::write(&gate, b"").context("open the gate")?;
+    let res = all_complete(ns, N + 3, 2 * MINUTE).await;
+    let _ = std::fs::remove_file(&gate);
+    res?;
+    let order: Vec<String> = jobs
+        .order()
+        .into_iter()
+        .filter(|n| n.starts_with("q-"))
+        .collect();
+    let want: Vec<String> = [8, 5, 0, 1, 2, 3, 4, 6, 7, 9]
+        .iter()
+        .map(|i| format!("q-{i:02}"))
+        .collect();
+    let peak = jobs.peak();
+    println!("max_active_tasks_in_order: at most {peak} Jobs at once; start order {order:?}");
+    ensure!(peak <= 3, "{peak} Jobs at once with --max-active-tasks 3");
+    ensure!(order == want, "start order {order:?}, want {want:?}");
+    Ok(())
+}
+
+pub async fn suspended_by_hand(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let jobs: Api<Job> = Api::namespaced(ns.client.clone(), &ns.name);
+    ns.apply(&sh_task(
+        "held",
+        r#"sleep 3; echo resumed > "$LONGTASK_RESULT""#,
+        "",
+    ))?;
+    wait::until(MINUTE, "Job held exists", || {
+        let jobs = jobs.clone();
+        async move { Ok(jobs.get_opt("held").await?.is_some()) }
+    })
+    .await?;
+    let patch = |on: bool| format!("{{\"spec\":{{\"suspend\":{on}}}}}");
+    ns.k(&["patch", "job", "held", "--type=merge", "-p", &patch(true)])?;
+    let api = tasks(&ns.client, &ns.name);
+    let queued = |s: &Value| s["phase"] == "Queued" && s["reason"] == "Suspended";
+    wait::until(MINUTE, "held Queued (Suspended)", || async {
+        Ok(queued(&status(&ns, "held").await?))
+    })
+    .await?;
+    // It stays Queued while suspended, longer than the program would run.
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        let s = status(&ns, "held").await?;
+        ensure!(queued(&s), "held left Queued while suspended: {s}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    ns.k(&["patch", "job", "held", "--type=merge", "-p", &patch(false)])?;
+    let t = wait::condition(&api, "held", "Complete", MINUTE).await?;
+    ensure!(
+        t["status"]["result"] == "resumed\n",
+        "result: {}",
+        t["status"]
+    );
+    Ok(())
+}

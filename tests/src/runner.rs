@@ -1,0 +1,151 @@
+//! The runner of the end-to-end targets: one cluster for all cases,
+//! parallel cases first, then the ones that disturb the cluster one at a
+//! time, a dump of the namespace on failure, and a guaranteed teardown.
+//! Filter by substring: `cargo test -p longtask-e2e --test TARGET -- NAME`.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+
+use crate::{Cluster, SYSTEM_NS, TestNs};
+
+pub type CaseFn = fn(Arc<Cluster>, TestNs) -> Pin<Box<dyn Future<Output = Result<()>> + Send>>;
+
+/// One end-to-end case: `exclusive` ones run alone.
+pub struct Case {
+    pub name: &'static str,
+    pub exclusive: bool,
+    pub run: CaseFn,
+}
+
+/// The cluster a target runs on: `target/DIR`, nodes, CPU per node.
+pub struct Shape {
+    pub dir: &'static str,
+    pub nodes: u32,
+    pub cpu: u32,
+}
+
+/// Runs the selected `cases` on a fresh cluster of `shape`; exits 1 on any failure.
+pub async fn main(cases: &[Case], shape: Shape) {
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let selected: Vec<&Case> = cases
+        .iter()
+        .filter(|c| filters.is_empty() || filters.iter().any(|f| c.name.contains(f.as_str())))
+        .collect();
+    println!("running {} end-to-end cases", selected.len());
+    if selected.is_empty() {
+        println!("e2e: 0 passed, 0 failed");
+        return;
+    }
+    let started = Instant::now();
+    let mut cluster = match setup(&shape).await {
+        Ok(c) => c,
+        Err(e) => {
+            println!("e2e setup failed: {e:#}");
+            println!("e2e: 0 passed, {} failed", selected.len());
+            std::process::exit(1);
+        }
+    };
+    let shared = Arc::new(cluster);
+    let (parallel, exclusive): (Vec<&Case>, Vec<&Case>) =
+        selected.iter().partition(|c| !c.exclusive);
+    let mut results =
+        futures::future::join_all(parallel.iter().map(|c| run_case(shared.clone(), c))).await;
+    for c in exclusive {
+        results.push(run_case(shared.clone(), c).await);
+    }
+    let failed: Vec<&str> = results.iter().filter(|r| !r.1).map(|r| r.0).collect();
+    if !failed.is_empty() {
+        let logs = shared
+            .kubectl
+            .run(&[
+                "-n",
+                SYSTEM_NS,
+                "logs",
+                "deployment/longtask-operator",
+                "--tail=80",
+            ])
+            .unwrap_or_else(|e| format!("{e:#}"));
+        println!("--- operator log (last 80 lines)\n{logs}");
+    }
+    cluster = Arc::try_unwrap(shared).unwrap_or_else(|_| panic!("cluster still shared"));
+    if let Err(e) = cluster.down() {
+        println!("devcluster down: {e:#}");
+    }
+    println!("\nfailures: {failed:?}");
+    println!("finished in {:.0}s", started.elapsed().as_secs_f64());
+    println!(
+        "e2e: {} passed, {} failed",
+        results.len() - failed.len(),
+        failed.len()
+    );
+    if !failed.is_empty() {
+        std::process::exit(1);
+    }
+}
+
+async fn setup(shape: &Shape) -> Result<Cluster> {
+    let cluster = Cluster::up_in(shape.dir, shape.nodes, shape.cpu).await?;
+    cluster.install().await?;
+    Ok(cluster)
+}
+
+async fn run_case(cluster: Arc<Cluster>, case: &Case) -> (&'static str, bool) {
+    let started = Instant::now();
+    let ns = match cluster.namespace(&case.name.replace('_', "-")).await {
+        Ok(ns) => ns,
+        Err(e) => {
+            println!("test {} ... FAILED (namespace: {e:#})", case.name);
+            return (case.name, false);
+        }
+    };
+    let dump_ns = TestNs {
+        name: ns.name.clone(),
+        client: ns.client.clone(),
+        kubectl: ns.kubectl.clone(),
+    };
+    let outcome = tokio::spawn((case.run)(cluster.clone(), ns)).await;
+    let secs = started.elapsed().as_secs_f64();
+    let ok = match outcome {
+        Ok(Ok(())) => {
+            println!("test {} ... ok ({secs:.1}s)", case.name);
+            true
+        }
+        Ok(Err(e)) => {
+            println!(
+                "test {} ... FAILED ({secs:.1}s): {e:#}\n{}",
+                case.name,
+                dump_ns.dump()
+            );
+            false
+        }
+        Err(panic) => {
+            println!(
+                "test {} ... FAILED ({secs:.1}s): panicked: {panic}\n{}",
+                case.name,
+                dump_ns.dump()
+            );
+            false
+        }
+    };
+    dump_ns.delete().await;
+    (case.name, ok)
+}
+
+/// `case!(name, exclusive, path::to::fn)`: a [`Case`] named after its function.
+#[macro_export]
+macro_rules! case {
+    ($name:ident, $exclusive:expr, $f:path) => {
+        $crate::runner::Case {
+            name: stringify!($name),
+            exclusive: $exclusive,
+            run: |c, ns| Box::pin($f(c, ns)),
+        }
+    };
+}
