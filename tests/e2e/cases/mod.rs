@@ -9,6 +9,7 @@ mod ha;
 mod postmortem;
 mod restart;
 mod scale;
+mod security;
 mod sizes;
 mod validation;
 mod waiting;
@@ -50,6 +51,11 @@ pub static ALL: &[Case] = &[
         unschedulable_and_config_error_visible,
         false,
         waiting::unschedulable_and_config_error_visible
+    ),
+    case!(
+        worker_credentials_confined,
+        false,
+        security::worker_credentials_confined
     ),
     case!(
         log_tail_outlives_the_pod,

@@ -1,0 +1,247 @@
+//! Least privilege of the worker's credentials: a pod running as the
+//! longtask-worker ServiceAccount, which is not a Task's pod, tries what a
+//! compromised program could try. RBAC refuses reads and Task writes; the
+//! ValidatingAdmissionPolicy `longtask-worker-results` refuses every
+//! ConfigMap write but a pod's own Task's result.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result, bail, ensure};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::Api;
+use longtask_e2e::{Cluster, TestNs, sh_task, tasks, wait};
+use serde_json::json;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// Who refused an attempt, read from kubectl's error text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Allowed,
+    /// RBAC: `... is forbidden: User "system:serviceaccount:NS:longtask-worker" cannot ...`.
+    Rbac,
+    /// `... denied request: ...` by the ValidatingAdmissionPolicy.
+    Policy,
+    /// Anything else (no credentials, no connection, ...): not a refusal.
+    Other,
+}
+
+/// The attempts, in order, and who must refuse each.
+const ATTEMPTS: &[(&str, Outcome)] = &[
+    ("read-secret", Outcome::Rbac),
+    ("list-configmaps", Outcome::Rbac),
+    ("create-configmap", Outcome::Policy),
+    ("patch-configmap", Outcome::Policy),
+    ("forge-victim-result", Outcome::Policy),
+    ("patch-victim-result", Outcome::Policy),
+    ("delete-victim-result", Outcome::Rbac),
+    ("patch-victim-status", Outcome::Rbac),
+    ("create-task", Outcome::Rbac),
+    // A result for a Task named like the intruder's own Job passes the
+    // policy: proof that its token works and that the refusals above are
+    // the policy's choice.
+    ("own-job-result", Outcome::Allowed),
+];
+
+/// One line per attempt: `ATTEMPT <name> allowed|refused: <kubectl output>`.
+const SCRIPT: &str = r#"
+k() { kubectl -n "$NS" "$@"; }
+try() {
+  name=$1; shift
+  if out=$("$@" 2>&1); then verdict=allowed; else verdict=refused; fi
+  echo "ATTEMPT $name $verdict: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-600)"
+}
+try read-secret k get secret precious -o name
+try list-configmaps k get configmaps -o name
+try create-configmap k create configmap intruder-notes --from-literal=a=b
+# Server-side apply patches without reading first (kubectl patch would GET,
+# which RBAC refuses before the policy is asked).
+apply() { printf '%s' "$1" | kubectl -n "$NS" apply --server-side --force-conflicts --field-manager=longtask.dev/worker -f -; }
+try patch-configmap apply '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"mode":"evil"}}'
+try forge-victim-result apply "$FORGED"
+try patch-victim-result apply '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"victim-result"},"data":{"result":"forged"}}'
+try delete-victim-result k delete configmap victim-result
+try patch-victim-status k patch task victim --subresource=status --type=merge -p '{"status":{"result":"forged","reason":"Forged"}}'
+try create-task sh -c 'printf "%s" "$TASK" | kubectl -n "$NS" create -f -'
+try own-job-result apply "$OWN"
+echo ATTEMPTS-DONE
+"#;
+
+pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let api = tasks(&ns.client, &ns.name);
+    ns.apply(&sh_task(
+        "victim",
+        r#"printf 'the real result' > "$LONGTASK_RESULT""#,
+        "",
+    ))?;
+    let before = wait::condition(&api, "victim", "Complete", MINUTE).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let result_before = cms.get("victim-result").await?;
+    ns.k(&[
+        "create",
+        "secret",
+        "generic",
+        "precious",
+        "--from-literal=k=v",
+    ])?;
+    ns.k(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=mode=safe",
+    ])?;
+
+    // The intruder knows everything a worker could learn: the victim's
+    // Task and Job UIDs.
+    let task_uid = before["metadata"]["uid"].as_str().context("victim uid")?;
+    let job_uid = before["status"]["jobUid"]
+        .as_str()
+        .context("victim jobUid")?;
+    let result_cm = |name: &str, task: &str| {
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {
+                "name": name,
+                "labels": {"longtask.dev/task-uid": task_uid, "longtask.dev/job-uid": job_uid},
+                "ownerReferences": [{
+                    "apiVersion": "longtask.dev/v1alpha1", "kind": "Task",
+                    "name": task, "uid": task_uid,
+                }],
+            },
+            "data": {"result": "forged", "exitCode": "0"},
+        })
+        .to_string()
+    };
+    let forged = result_cm("victim-result", "victim");
+    let own = result_cm("intruder-result", "intruder");
+    let task = json!({
+        "apiVersion": "longtask.dev/v1alpha1", "kind": "Task",
+        "metadata": {"name": "spawned"}, "spec": {"command": ["true"]},
+    })
+    .to_string();
+    ns.apply(&intruder_job(&forged, &own, &task))?;
+    ns.k(&[
+        "wait",
+        "--for=condition=Complete",
+        "job/intruder",
+        "--timeout=60s",
+    ])?;
+    let logs = ns.k(&["logs", "job/intruder"])?;
+    ensure!(
+        logs.contains("ATTEMPTS-DONE"),
+        "the intruder did not finish:\n{logs}"
+    );
+    let seen = parse(&logs);
+    let mut wrong = Vec::new();
+    for (name, want) in ATTEMPTS {
+        let got = seen.get(*name).copied();
+        println!("worker_credentials_confined: {name}: {got:?}");
+        if got != Some(*want) {
+            wrong.push(format!("{name}: want {want:?}, got {got:?}"));
+        }
+    }
+    if !wrong.is_empty() {
+        bail!("{}\nintruder log:\n{logs}", wrong.join("\n"));
+    }
+
+    // Nothing changed.
+    let after = api.get("victim").await?;
+    let after = serde_json::to_value(after)?;
+    ensure!(
+        after["status"] == before["status"],
+        "the victim's status changed:\nbefore {}\nafter  {}",
+        before["status"],
+        after["status"]
+    );
+    let result_after = cms.get("victim-result").await?;
+    ensure!(
+        result_after.data == result_before.data
+            && result_after.metadata.labels == result_before.metadata.labels
+            && result_after.metadata.resource_version == result_before.metadata.resource_version,
+        "the victim's result ConfigMap changed: {:?}",
+        result_after.data
+    );
+    let settings = cms.get("settings").await?;
+    ensure!(
+        settings.data == Some(BTreeMap::from([("mode".into(), "safe".into())])),
+        "ConfigMap settings changed: {:?}",
+        settings.data
+    );
+    ensure!(
+        cms.get_opt("intruder-notes").await?.is_none(),
+        "ConfigMap intruder-notes was created"
+    );
+    ensure!(
+        api.get_opt("spawned").await?.is_none(),
+        "Task spawned was created"
+    );
+    Ok(())
+}
+
+/// A Job of this namespace, not a Task's, running as the worker account,
+/// restricted-PSS compliant; the devcluster runs `command` on the host,
+/// where kubectl uses the pod's KUBECONFIG (its bound token).
+fn intruder_job(forged: &str, own: &str, task: &str) -> String {
+    let env = |n: &str, v: &str| json!({"name": n, "value": v});
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "intruder"},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {"spec": {
+                "serviceAccountName": "longtask-worker",
+                "restartPolicy": "Never",
+                "securityContext": {
+                    "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
+                "containers": [{
+                    "name": "intruder",
+                    "image": "busybox:1.36",
+                    "command": ["sh", "-c", SCRIPT],
+                    "env": [
+                        {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                        env("FORGED", forged),
+                        env("OWN", own),
+                        env("TASK", task),
+                    ],
+                    "securityContext": {
+                        "allowPrivilegeEscalation": false,
+                        "runAsNonRoot": true,
+                        "capabilities": {"drop": ["ALL"]},
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                }],
+            }},
+        },
+    })
+    .to_string()
+}
+
+/// The outcome of each `ATTEMPT` line of the intruder's log.
+fn parse(logs: &str) -> BTreeMap<String, Outcome> {
+    logs.lines()
+        .filter_map(|l| l.strip_prefix("ATTEMPT "))
+        .filter_map(|l| {
+            let (name, rest) = l.split_once(' ')?;
+            let (verdict, text) = rest.split_once(':').unwrap_or((rest, ""));
+            Some((name.to_owned(), classify(verdict, text)))
+        })
+        .collect()
+}
+
+fn classify(verdict: &str, text: &str) -> Outcome {
+    if verdict == "allowed" {
+        Outcome::Allowed
+    } else if text.contains("ValidatingAdmissionPolicy 'longtask-worker-results'")
+        && text.contains("denied request")
+    {
+        Outcome::Policy
+    } else if text.contains("is forbidden") && text.contains(":longtask-worker\" cannot") {
+        Outcome::Rbac
+    } else {
+        Outcome::Other
+    }
+}
