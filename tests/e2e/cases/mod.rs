@@ -58,6 +58,11 @@ pub static ALL: &[Case] = &[
         security::worker_credentials_confined
     ),
     case!(
+        long_names_write_results,
+        false,
+        security::long_names_write_results
+    ),
+    case!(
         log_tail_outlives_the_pod,
         false,
         postmortem::log_tail_outlives_the_pod

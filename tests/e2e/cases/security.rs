@@ -245,3 +245,29 @@ fn classify(verdict: &str, text: &str) -> Outcome {
         Outcome::Other
     }
 }
+
+/// The policy admits the real worker's writes where the Job controller cuts
+/// pod names (to 58 characters before the random part): a Task of the
+/// longest name, and a sharded one whose `<name>-<index>-` is cut too.
+pub async fn long_names_write_results(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let api = tasks(&ns.client, &ns.name);
+    let single = format!("l{}", "o".repeat(61) + "g");
+    let sharded = format!("s{}", "h".repeat(58) + "d");
+    ensure!(single.len() == 63 && sharded.len() == 60);
+    let script = r#"echo "r$LONGTASK_SHARD" > "$LONGTASK_RESULT""#;
+    ns.apply(&sh_task(&single, script, ""))?;
+    ns.apply(&sh_task(&sharded, script, "  shards: 2\n"))?;
+    let t = wait::condition(&api, &single, "Complete", MINUTE).await?;
+    ensure!(t["status"]["result"] == "r0\n", "{}", t["status"]);
+    let t = wait::condition(&api, &sharded, "Complete", MINUTE).await?;
+    let results = t["status"]["shardResults"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    ensure!(
+        results.len() == 2 && results[0]["result"] == "r0\n" && results[1]["result"] == "r1\n",
+        "{}",
+        t["status"]
+    );
+    Ok(())
+}
