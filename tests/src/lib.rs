@@ -51,15 +51,20 @@ fn devcluster() -> PathBuf {
 }
 
 impl Cluster {
-    /// Starts a fresh cluster in `target/e2e-cluster` (nodes, CPU per node).
+    /// Starts a fresh cluster in `target/e2e-cluster-PID` (nodes, CPU per node).
     pub async fn up(nodes: u32, cpu: u32) -> Result<Cluster> {
         Cluster::up_in("e2e-cluster", nodes, cpu).await
     }
 
-    /// Starts a fresh cluster in `target/DIR` (nodes, CPU per node).
+    /// Starts a fresh cluster in `target/DIR-PID` (nodes, CPU per node):
+    /// the pid keeps two runs in one checkout from sharing (and stopping)
+    /// one cluster. `down` removes the directory unless
+    /// `LONGTASK_E2E_KEEP` is set (its `logs/` hold every component's log).
     pub async fn up_in(dir: &str, nodes: u32, cpu: u32) -> Result<Cluster> {
         let root = root();
-        let dir = root.join("target").join(dir);
+        let dir = root
+            .join("target")
+            .join(format!("{dir}-{}", std::process::id()));
         let bin = |n: &str| root.join("target/debug").join(n);
         for b in ["longtask-operator", "longtask-worker"] {
             if !bin(b).exists() {
@@ -137,6 +142,9 @@ impl Cluster {
             .status()?;
         if !status.success() {
             bail!("devcluster down failed: {status}");
+        }
+        if std::env::var_os("LONGTASK_E2E_KEEP").is_none() {
+            let _ = std::fs::remove_dir_all(&self.dir);
         }
         Ok(())
     }
