@@ -75,13 +75,16 @@ pub fn blocked(task: &Task, prev: &TaskStatus, owner: Option<String>) -> Facts {
 /// The Task's Job vanished or was replaced: finish from the result the
 /// recorded Job left, if any; never adopt another Job.
 pub fn lost(
+    task: &Task,
     prev: &TaskStatus,
     obs: &Observed<'_>,
     task_uid: &str,
     job_uid: &str,
     how: String,
 ) -> Facts {
-    let job = prev.job_name.as_deref().unwrap_or_default();
+    // The Job takes the Task's name; `prev.job_name` may be unset, and the
+    // message must not change once the status records it.
+    let job = task.metadata.name.as_deref().unwrap_or_default();
     let completed_at = Some(prev.completed_at.clone().unwrap_or_else(|| obs.now.clone()));
     let base = Facts {
         completed_at,

@@ -146,7 +146,7 @@ pub fn describe_exit(code: Option<i32>) -> String {
     let Some(c) = code else {
         return "unknown".to_owned();
     };
-    let name = match c - 128 {
+    let name = match c.saturating_sub(128) {
         1 => "SIGHUP",
         2 => "SIGINT",
         3 => "SIGQUIT",

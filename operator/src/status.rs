@@ -98,7 +98,7 @@ pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
     let facts = match (obs.job, recorded.as_deref()) {
         (None, None) if task.spec.cancel => cancelled_unstarted(&prev, &obs.now),
         (None, None) => carry(&prev),
-        (None, Some(r)) => lost(&prev, obs, task_uid, r, "was deleted".to_owned()),
+        (None, Some(r)) => lost(task, &prev, obs, task_uid, r, "was deleted".to_owned()),
         (Some(job), recorded) => {
             let job_uid = job.metadata.uid.as_deref().unwrap_or_default();
             match (observe::ownership(job, task_uid), recorded) {
@@ -107,7 +107,7 @@ pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
                 (_, Some(r)) => {
                     let how =
                         format!("was replaced by a Job this Task did not create (UID {job_uid})");
-                    lost(&prev, obs, task_uid, r, how)
+                    lost(task, &prev, obs, task_uid, r, how)
                 }
                 (Ownership::Other(owner), None) => blocked(task, &prev, owner),
             }

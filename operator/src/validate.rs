@@ -5,6 +5,9 @@
 use crds::Task;
 use crds::names::{MAX_NAME_LEN, env};
 
+/// Most shards a Task may have (as the CRD schema says).
+const MAX_SHARDS: i32 = 1000;
+
 /// `Ok` or a message naming the offending field.
 pub fn validate(task: &Task) -> Result<(), String> {
     let name = task.metadata.name.as_deref().unwrap_or_default();
@@ -34,6 +37,25 @@ pub fn validate(task: &Task) -> Result<(), String> {
     if let Some(t) = spec.ttl_seconds_after_finished.filter(|t| *t < 0) {
         return Err(format!(
             "spec.ttlSecondsAfterFinished is {t}; it must be at least 0"
+        ));
+    }
+    if let Some(t) = spec.start_timeout_seconds.filter(|t| *t < 1) {
+        return Err(format!(
+            "spec.startTimeoutSeconds is {t}; it must be at least 1"
+        ));
+    }
+    // A sharded Task's status has one entry per shard: unbounded shards
+    // would mean an unbounded status (and loop).
+    if !(1..=MAX_SHARDS).contains(&spec.shards) {
+        return Err(format!(
+            "spec.shards is {}; it must be between 1 and {MAX_SHARDS}",
+            spec.shards
+        ));
+    }
+    if let Some(p) = spec.parallelism.filter(|p| !(1..=spec.shards).contains(p)) {
+        return Err(format!(
+            "spec.parallelism is {p}; it must be between 1 and spec.shards ({})",
+            spec.shards
         ));
     }
     if let Some(e) = spec
@@ -94,6 +116,24 @@ mod tests {
             (
                 task("t", |s| s.ttl_seconds_after_finished = Some(-1)),
                 Some("spec.ttlSecondsAfterFinished"),
+            ),
+            (
+                task("t", |s| s.start_timeout_seconds = Some(0)),
+                Some("spec.startTimeoutSeconds"),
+            ),
+            (task("t", |s| s.shards = 0), Some("spec.shards")),
+            (task("t", |s| s.shards = i32::MAX), Some("spec.shards")),
+            (task("t", |s| s.shards = 1000), None),
+            (
+                task("t", |s| {
+                    s.shards = 4;
+                    s.parallelism = Some(5)
+                }),
+                Some("spec.parallelism"),
+            ),
+            (
+                task("t", |s| s.parallelism = Some(0)),
+                Some("spec.parallelism"),
             ),
             (
                 task("t", |s| {
