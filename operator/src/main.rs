@@ -14,6 +14,8 @@ mod fixtures;
 mod leader;
 mod metrics;
 mod observe;
+#[cfg(test)]
+mod proptests;
 mod queue;
 mod reconcile;
 mod server;
