@@ -4,10 +4,11 @@
 
 pub mod conditions;
 pub mod names;
+pub mod progress;
 pub mod result;
 pub mod task;
 
-pub use task::{Phase, ShardCounts, ShardResult, Task, TaskSpec, TaskStatus};
+pub use task::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus};
 
 use kube::CustomResourceExt;
 

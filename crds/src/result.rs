@@ -7,6 +7,7 @@ pub mod keys {
     /// The program's result (the `$LONGTASK_RESULT` file, else the tail of stdout).
     pub const RESULT: &str = "result";
     /// The program's exit code as a decimal integer (128+N when killed by signal N).
+    /// Present only once the run ended: a ConfigMap without it holds progress only.
     pub const EXIT_CODE: &str = "exitCode";
     /// When the program ended, RFC 3339.
     pub const FINISHED_AT: &str = "finishedAt";

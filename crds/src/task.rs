@@ -28,11 +28,12 @@ use serde::{Deserialize, Serialize};
     doc = "A Task runs one program to completion in an owned batch/v1 Job and keeps its result in status.",
     validation = Rule::new("self.metadata.name.size() <= 63").message("metadata.name must be at most 63 characters: the Task's Job takes the Task's name"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Queued, Running, Completed or Failed"),
+    printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress.display", description = "Percent done as the program last reported it"),
     printcolumn(name = "Attempts", type_ = "integer", json_path = ".status.attempts", description = "Pods started for this Task"),
-    printcolumn(name = "Job", type_ = "string", json_path = ".status.jobName", description = "The Task's Job"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason", description = "Why the Task is in its phase"),
     printcolumn(name = "Waiting", type_ = "string", json_path = ".status.conditions[?(@.type==\"Waiting\")].message", description = "Why the pod cannot start (image, scheduling, config), while it cannot"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
+    printcolumn(name = "Job", type_ = "string", json_path = ".status.jobName", description = "The Task's Job", priority = 1),
     printcolumn(name = "Started", type_ = "date", json_path = ".status.startedAt", priority = 1),
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
@@ -249,6 +250,33 @@ pub struct TaskStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+
+    /// What the program last reported through the file $LONGTASK_PROGRESS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<TaskProgress>,
+}
+
+/// Progress as the program reports it: lines like `42`, `42 copying shard
+/// 3/7` or `3/7 copying` written to the file $LONGTASK_PROGRESS. Updated at
+/// most every 2 seconds.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskProgress {
+    /// Percent done, 0 to 100.
+    pub percent: i32,
+    /// The rest of the latest progress line, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The percent as shown by `kubectl get tasks`, e.g. "42%".
+    pub display: String,
+    /// When the worker read the latest progress line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Time>,
+    /// Estimated time of completion, extrapolated from the first and the
+    /// latest progress point of the current run; absent until two points
+    /// with rising percent exist.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eta: Option<Time>,
 }
 
 /// Shard counts of a sharded Task.

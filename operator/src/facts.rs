@@ -3,11 +3,12 @@
 
 use crds::conditions::reasons;
 use crds::result::MAX_RESULT_BYTES;
-use crds::{Phase, ShardCounts, ShardResult, Task, TaskStatus};
+use crds::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::observe::{self, Finish};
+use crate::progress;
 use crate::status::Observed;
 
 /// The facts a status is assembled from.
@@ -32,6 +33,7 @@ pub struct Facts {
     pub shards: Option<ShardCounts>,
     pub shard_results: Vec<ShardResult>,
     pub shard_results_truncated: bool,
+    pub progress: Option<TaskProgress>,
 }
 
 /// Keeps what is recorded (used before a Job exists).
@@ -54,6 +56,7 @@ pub fn carry(prev: &TaskStatus) -> Facts {
         shards: prev.shards.clone(),
         shard_results: prev.shard_results.clone(),
         shard_results_truncated: prev.shard_results_truncated == Some(true),
+        progress: prev.progress.clone(),
     }
 }
 
@@ -158,6 +161,8 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             .or_else(|| Some(obs.now.clone())),
         attempts: Some(attempts),
         exit_code: observe::last_exit_code(obs.pods).or(prev.exit_code),
+        progress: progress::from_config_map(obs.result, task_uid, &job_uid)
+            .or_else(|| prev.progress.clone()),
         ..Facts::default()
     };
     let accepted = observe::accept_result(obs.result, task_uid, &job_uid);

@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use crds::names::labels;
+use crds::progress::{Point, Report};
 use crds::result::TaskResult;
 use crds::{Task, TaskSpec, TaskStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobStatus};
@@ -110,6 +111,29 @@ pub fn cm(task_uid: &str, job_uid: &str, exit_code: i32, result: &str) -> Config
         },
         data: Some(r.to_data()),
         ..ConfigMap::default()
+    }
+}
+
+/// A result ConfigMap holding progress only (the run has not ended).
+pub fn progress_cm(
+    task_uid: &str,
+    job_uid: &str,
+    first: (u8, i64),
+    latest: (u8, i64),
+) -> ConfigMap {
+    let point = |(percent, s): (u8, i64)| Point {
+        percent,
+        message: format!("step at {percent}"),
+        at: at(s).0.to_string(),
+    };
+    let data = Report {
+        first: point(first),
+        latest: point(latest),
+    }
+    .to_data();
+    ConfigMap {
+        data: Some(data),
+        ..cm(task_uid, job_uid, 0, "")
     }
 }
 

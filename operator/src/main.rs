@@ -14,6 +14,7 @@ mod fixtures;
 mod leader;
 mod metrics;
 mod observe;
+mod progress;
 #[cfg(test)]
 mod proptests;
 mod queue;

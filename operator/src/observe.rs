@@ -1,9 +1,11 @@
 //! Pure readings of what the cluster shows: who owns a Job, whether it
 //! finished, which result is trustworthy, what the newest pod says.
 
+use std::collections::BTreeMap;
+
 use crds::conditions::reasons;
 use crds::names::{self, labels};
-use crds::result::TaskResult;
+use crds::result::{TaskResult, keys as result_keys};
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
@@ -60,13 +62,14 @@ pub fn failure_reason(job_reason: Option<&str>) -> &'static str {
     }
 }
 
-/// Accepts the result ConfigMap only if it belongs to this Task and this
-/// Job; otherwise says why not, for the status message.
-pub fn accept_result(
-    cm: Option<&ConfigMap>,
+/// The data of the result ConfigMap, only if it belongs to this Task and
+/// this Job; otherwise says why not, for the status message.
+pub fn fenced<'a>(
+    cm: Option<&'a ConfigMap>,
     task_uid: &str,
     job_uid: &str,
-) -> Result<TaskResult, String> {
+) -> Result<&'a BTreeMap<String, String>, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
     let Some(cm) = cm else {
         return Err("no result ConfigMap was written".to_owned());
     };
@@ -92,9 +95,24 @@ pub fn accept_result(
             ));
         }
     }
-    let empty = Default::default();
-    TaskResult::from_data(cm.data.as_ref().unwrap_or(&empty))
-        .map_err(|e| format!("ConfigMap {name} is not a valid result: {e}"))
+    Ok(cm.data.as_ref().unwrap_or(&EMPTY))
+}
+
+/// Accepts the result ConfigMap only if it belongs to this Task and this
+/// Job and holds a final result (progress alone is not one).
+pub fn accept_result(
+    cm: Option<&ConfigMap>,
+    task_uid: &str,
+    job_uid: &str,
+) -> Result<TaskResult, String> {
+    let data = fenced(cm, task_uid, job_uid)?;
+    let name = cm.and_then(|c| c.metadata.name.as_deref()).unwrap_or("?");
+    if !data.contains_key(result_keys::EXIT_CODE) {
+        return Err(format!(
+            "ConfigMap {name} holds progress only: the worker never wrote the final result"
+        ));
+    }
+    TaskResult::from_data(data).map_err(|e| format!("ConfigMap {name} is not a valid result: {e}"))
 }
 
 /// Why `cm` is not from this Task's current Job (forged or stale), or

@@ -12,7 +12,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use crate::conditions;
 use crate::facts::{Facts, blocked, cancelled_unstarted, carry, from_job, lost};
 use crate::observe::{self, Ownership};
-use crate::{queue, shards};
+use crate::{progress, queue, shards};
 
 /// What the reconciler saw in the cluster for one Task.
 pub struct Observed<'a> {
@@ -51,17 +51,11 @@ pub struct Desired {
     pub next: Next,
 }
 
-/// True when the reconciler should read the result ConfigMap.
+/// True when the reconciler should read the result ConfigMap: for the
+/// progress while the Job runs, for the result once it ended or vanished.
 pub fn wants_result(task: &Task, job: Option<&Job>) -> bool {
     let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
-    match job {
-        None => recorded.is_some(),
-        Some(j) => {
-            observe::finish(j).is_some()
-                || task.spec.cancel
-                || recorded.is_some_and(|r| Some(r) != j.metadata.uid.as_deref())
-        }
-    }
+    job.is_some() || recorded.is_some()
 }
 
 /// True when the Task's own Job must be stopped (suspended, which deletes
@@ -218,6 +212,10 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
             .map(|m| truncate_utf8(&m, MAX_MESSAGE_BYTES).to_owned()),
         observed_generation: generation,
         conditions,
+        progress: match f.phase {
+            Some(Phase::Completed) => f.progress.map(progress::done),
+            _ => f.progress,
+        },
     };
     Desired { status, next }
 }
@@ -252,3 +250,7 @@ mod tests;
 #[cfg(test)]
 #[path = "status_table_tests.rs"]
 mod table_tests;
+
+#[cfg(test)]
+#[path = "status_progress_tests.rs"]
+mod progress_tests;

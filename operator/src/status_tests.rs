@@ -132,7 +132,7 @@ fn invalid_spec_fails_once() {
 fn result_is_read_only_when_needed() {
     let run = job("j1", Some("tu"), None, 0, 0, 1);
     let done = job("j1", Some("tu"), Some(("Complete", "x")), 1, 0, 0);
-    assert!(!wants_result(&task(Some(running())), Some(&run)));
+    assert!(wants_result(&task(Some(running())), Some(&run)));
     assert!(wants_result(&task(Some(running())), Some(&done)));
     assert!(wants_result(&task(Some(running())), None));
     assert!(!wants_result(&task(None), None));

@@ -3,6 +3,7 @@
 
 mod identity;
 mod paths;
+mod progress;
 mod report;
 mod run;
 
@@ -88,6 +89,28 @@ async fn run_task(program: &[String]) -> i32 {
         ));
     }
 
+    // Progress is reported only inside a Job; the tailer stops when the
+    // program ends and hands its latest point to the final write.
+    let api = match &id {
+        Ok(i) => match report::connect(i).await {
+            Ok(a) => Some(a),
+            Err(e) => {
+                say(&format!("progress will not be reported: {e}"));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let tailer = match (&id, &files) {
+        (Ok(i), Some(f)) => Some(tokio::spawn(progress::tail(
+            f.progress.clone(),
+            i.clone(),
+            api.clone(),
+            stopped,
+        ))),
+        _ => None,
+    };
     let outcome = run::run(
         program,
         &child_env,
@@ -96,6 +119,11 @@ async fn run_task(program: &[String]) -> i32 {
         MAX_LOG_TAIL_BYTES,
     )
     .await;
+    let _ = stop.send(());
+    let latest = match tailer {
+        Some(t) => t.await.ok().flatten(),
+        None => None,
+    };
     let (result, result_size, note) = match &files {
         Some(f) => report::read_result(&f.result, &outcome.stdout_tail),
         None => report::read_result(std::path::Path::new(""), &outcome.stdout_tail),
@@ -121,7 +149,7 @@ async fn run_task(program: &[String]) -> i32 {
         log_tail: outcome.log_tail.clone(),
     };
     if let Ok(id) = &id {
-        match report::write(id, &r).await {
+        match report::write(api, id, &r, latest.as_ref()).await {
             Ok(()) => say(&format!("result written (exit code {})", r.exit_code)),
             Err(e) => say(&format!("RESULT NOT WRITTEN: {e}")),
         }

@@ -6,6 +6,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crds::names::{self, labels};
+use crds::progress::Report;
 use crds::result::{MAX_RESULT_BYTES, TaskResult};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -61,8 +62,9 @@ pub fn read_result(file: &Path, stdout_tail: &[u8]) -> (String, usize, Option<St
     }
 }
 
-/// The ConfigMap holding `r` for the Task and Job of `id`.
-pub fn config_map(id: &Identity, r: &TaskResult) -> ConfigMap {
+/// The ConfigMap holding `data` (a result and/or progress) for the Task
+/// and Job of `id`.
+pub fn config_map(id: &Identity, data: BTreeMap<String, String>) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(id.result_name()),
@@ -78,7 +80,7 @@ pub fn config_map(id: &Identity, r: &TaskResult) -> ConfigMap {
             }]),
             ..ObjectMeta::default()
         },
-        data: Some(r.to_data()),
+        data: Some(data),
         ..ConfigMap::default()
     }
 }
@@ -94,32 +96,74 @@ fn labels_of(id: &Identity) -> BTreeMap<String, String> {
     l
 }
 
-/// Applies the result ConfigMap, retrying transient failures a few times.
-pub async fn write(id: &Identity, r: &TaskResult) -> Result<(), String> {
+/// A client for the result ConfigMaps of `id`'s namespace.
+pub async fn connect(id: &Identity) -> Result<Api<ConfigMap>, String> {
     let client = tokio::time::timeout(CALL_TIMEOUT, Client::try_default())
         .await
         .map_err(|_| "no API client within 10s".to_owned())?
         .map_err(|e| format!("cannot build the API client: {e}"))?;
-    let api: Api<ConfigMap> = Api::namespaced(client, &id.namespace);
-    let cm = config_map(id, r);
-    let name = id.result_name();
+    Ok(Api::namespaced(client, &id.namespace))
+}
+
+/// Server-side applies `cm` once, with the worker's field manager.
+pub async fn apply_once(api: &Api<ConfigMap>, cm: &ConfigMap) -> Result<(), ApplyError> {
+    let name = cm.metadata.name.clone().unwrap_or_default();
     let pp = PatchParams::apply(names::WORKER_FIELD_MANAGER).force();
+    match tokio::time::timeout(CALL_TIMEOUT, api.patch(&name, &pp, &Patch::Apply(cm))).await {
+        Ok(Ok(_)) => Ok(()),
+        // 401/403 are transient too: a restarting API server, or a
+        // RoleBinding created moments ago, authorizes only once its caches
+        // are warm.
+        Ok(Err(kube::Error::Api(s))) if s.code < 500 && ![401, 403, 429].contains(&s.code) => {
+            Err(ApplyError::Refused(format!(
+                "the API server refused ConfigMap {name}: {} ({})",
+                s.message, s.code
+            )))
+        }
+        Ok(Err(e)) => Err(ApplyError::Transient(format!(
+            "cannot apply ConfigMap {name}: {e}"
+        ))),
+        Err(_) => Err(ApplyError::Transient(format!(
+            "cannot apply ConfigMap {name}: no answer within 10s"
+        ))),
+    }
+}
+
+/// Why one apply failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// Retrying cannot help (e.g. forbidden, invalid).
+    #[error("{0}")]
+    Refused(String),
+    /// The server or the network failed; a retry may succeed.
+    #[error("{0}")]
+    Transient(String),
+}
+
+/// Applies the final result (with the latest progress, if any), retrying
+/// transient failures for up to [`WRITE_DEADLINE`].
+pub async fn write(
+    api: Option<Api<ConfigMap>>,
+    id: &Identity,
+    r: &TaskResult,
+    progress: Option<&Report>,
+) -> Result<(), String> {
+    let api = match api {
+        Some(a) => a,
+        None => connect(id).await?,
+    };
+    let mut data = r.to_data();
+    if let Some(p) = progress {
+        data.extend(p.to_data());
+    }
+    let cm = config_map(id, data);
     let mut last = String::new();
     let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
     for attempt in 1.. {
-        match tokio::time::timeout(CALL_TIMEOUT, api.patch(&name, &pp, &Patch::Apply(&cm))).await {
-            Ok(Ok(_)) => return Ok(()),
-            // 401/403 are retried too: a restarting API server, or a
-            // RoleBinding created moments ago, authorizes only once its
-            // caches are warm.
-            Ok(Err(kube::Error::Api(s))) if s.code < 500 && ![401, 403, 429].contains(&s.code) => {
-                return Err(format!(
-                    "the API server refused ConfigMap {name}: {} ({})",
-                    s.message, s.code
-                ));
-            }
-            Ok(Err(e)) => last = format!("cannot apply ConfigMap {name}: {e}"),
-            Err(_) => last = format!("cannot apply ConfigMap {name}: no answer within 10s"),
+        match apply_once(&api, &cm).await {
+            Ok(()) => return Ok(()),
+            Err(ApplyError::Refused(e)) => return Err(e),
+            Err(ApplyError::Transient(e)) => last = e,
         }
         let pause = retry_delay(attempt);
         if tokio::time::Instant::now() + pause > deadline {
@@ -180,7 +224,7 @@ mod tests {
             result_size: 1,
             log_tail: String::new(),
         };
-        let cm = config_map(&id, &r);
+        let cm = config_map(&id, r.to_data());
         assert_eq!(cm.metadata.name.as_deref(), Some("t-result"));
         let l = cm.metadata.labels.unwrap();
         assert_eq!(
