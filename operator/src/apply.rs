@@ -294,7 +294,8 @@ pub async fn publish(ctx: &Context, task: &Task, note: &Note) {
         secondary: None,
     };
     let reference = task.object_ref(&());
-    if let Err(e) = call(ctx, "create_event", ctx.recorder.publish(&ev, &reference)).await {
-        warn!(reason = note.reason, error = %e, "cannot publish Event");
+    match call(ctx, "create_event", ctx.recorder.publish(&ev, &reference)).await {
+        Ok(()) => ctx.metrics.event_published(note.reason),
+        Err(e) => warn!(reason = note.reason, error = %e, "cannot publish Event"),
     }
 }

@@ -19,6 +19,7 @@ pub mod reason {
     pub const RETRYING: &str = "Retrying";
     pub const COMPLETED: &str = "Completed";
     pub const FAILED: &str = "Failed";
+    pub const CANCELLED: &str = "Cancelled";
     pub const JOB_OWNED_BY_OTHER: &str = "JobOwnedByOther";
     /// A result ConfigMap not written by this Task's current Job was ignored.
     pub const FOREIGN_RESULT: &str = "ForeignResult";
@@ -67,9 +68,7 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
             }
             let (before, now) = (prev.attempts.unwrap_or(0), next.attempts.unwrap_or(0));
             if now > before && now > 1 {
-                let code = next
-                    .exit_code
-                    .map_or("unknown".to_owned(), |c| c.to_string());
+                let code = crate::observe::describe_exit(next.exit_code);
                 out.push(note(
                     false,
                     reason::RETRYING,
@@ -83,7 +82,11 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
         }
         Some(Phase::Failed) if prev.phase != next.phase => {
             let r = next.reason.clone().unwrap_or_default();
-            out.push(note(true, reason::FAILED, "Finish", format!("{r}: {msg}")));
+            if r == reasons::CANCELLED {
+                out.push(note(false, reason::CANCELLED, "Cancel", msg));
+            } else {
+                out.push(note(true, reason::FAILED, "Finish", format!("{r}: {msg}")));
+            }
         }
         None if reason_changed && next.reason.as_deref() == Some(reasons::JOB_OWNED_BY_OTHER) => {
             out.push(note(true, reason::JOB_OWNED_BY_OTHER, "CreateJob", msg));
@@ -133,6 +136,30 @@ mod tests {
                 Some(running.clone()),
                 st(Some(Phase::Failed), Some(reasons::DEADLINE_EXCEEDED), 1),
                 vec![reason::FAILED],
+            ),
+            (
+                Some(running.clone()),
+                st(Some(Phase::Failed), Some(reasons::CANCELLED), 1),
+                vec![reason::CANCELLED],
+            ),
+            (
+                Some(st(
+                    Some(Phase::Running),
+                    Some(reasons::IMAGE_PULL_FAILED),
+                    1,
+                )),
+                st(Some(Phase::Running), Some(reasons::IMAGE_PULL_FAILED), 1),
+                vec![],
+            ),
+            (
+                Some(st(Some(Phase::Running), None, 2)),
+                st(Some(Phase::Running), None, 2),
+                vec![],
+            ),
+            (
+                Some(st(Some(Phase::Completed), Some(reasons::SUCCEEDED), 1)),
+                st(Some(Phase::Completed), Some(reasons::SUCCEEDED), 1),
+                vec![],
             ),
             (
                 None,

@@ -19,6 +19,7 @@ mod progress;
 mod proptests;
 mod queue;
 mod reconcile;
+mod samples;
 mod server;
 mod shape;
 mod shards;
@@ -252,6 +253,7 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
     let store = controller.store();
     ctx.queue.set_tasks(store.clone());
     ctx.queue.set_namespaces(watch_namespaces(&client, ns));
+    metrics.watch_store(store.clone());
     let ready = metrics.clone();
     // Poll with a timeout: the store's readiness signal wakes only its most
     // recent waiter, and the controller itself waits on it too.

@@ -1,17 +1,23 @@
 //! Prometheus metrics (OpenMetrics text). Labels are bounded: verbs,
 //! outcomes, phases, reasons and error categories, never object names.
+//! What a status transition records is decided in `samples.rs` (pure).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crds::Task;
+use kube::runtime::reflector::Store;
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 
 use crate::error::CallError;
+use crate::samples::{self, Doc, Sample};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ApiLabels {
@@ -25,21 +31,68 @@ struct CategoryLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct FinishLabels {
-    phase: &'static str,
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    outcome: &'static str,
     reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabels {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: &'static str,
+}
+
+/// Registers `metric` as `longtask_<name>` and notes it for the README.
+fn reg<M>(
+    r: &mut Registry,
+    docs: &mut Vec<Doc>,
+    name: &'static str,
+    help: &'static str,
+    labels: &'static [&'static str],
+    metric: &M,
+) where
+    M: Metric + TypedMetric + Clone,
+{
+    r.register(name, help, metric.clone());
+    docs.push(Doc {
+        name: format!("longtask_{name}"),
+        kind: M::TYPE.as_str().to_owned(),
+        labels,
+        help,
+    });
+}
+
+fn seconds_histogram() -> Histogram {
+    // 0.25 s to about 8.5 hours.
+    Histogram::new(exponential_buckets(0.25, 2.0, 18))
 }
 
 /// All metrics of the operator, plus the readiness flag.
 pub struct Metrics {
     registry: Registry,
+    docs: Vec<Doc>,
     reconciles: Counter,
     reconcile_errors: Family<CategoryLabels, Counter>,
     reconcile_duration: Histogram,
     api_requests: Family<ApiLabels, Counter>,
     jobs_created: Counter,
-    tasks_finished: Family<FinishLabels, Counter>,
+    results: Family<ResultLabels, Counter>,
+    tasks: Family<PhaseLabels, Gauge>,
+    task_duration: Family<OutcomeLabels, Histogram>,
+    queue_latency: Histogram,
+    job_to_task: Histogram,
+    events: Family<ReasonLabels, Counter>,
     leader: Gauge,
+    store: Mutex<Option<Store<Task>>>,
     ready: AtomicBool,
 }
 
@@ -51,55 +104,129 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut registry = Registry::with_prefix("longtask");
-        let reconciles = Counter::default();
-        let reconcile_errors = Family::<CategoryLabels, Counter>::default();
-        let reconcile_duration = Histogram::new(exponential_buckets(0.001, 2.0, 14));
-        let api_requests = Family::<ApiLabels, Counter>::default();
-        let jobs_created = Counter::default();
-        let tasks_finished = Family::<FinishLabels, Counter>::default();
-        let leader = Gauge::default();
-        registry.register(
-            "leader",
-            "1 while this instance holds the leader Lease and runs the controller",
-            leader.clone(),
+        let mut r = Registry::with_prefix("longtask");
+        let mut docs = Vec::new();
+        let m = Self {
+            reconciles: Counter::default(),
+            reconcile_errors: Family::default(),
+            reconcile_duration: Histogram::new(exponential_buckets(0.001, 2.0, 14)),
+            api_requests: Family::default(),
+            jobs_created: Counter::default(),
+            results: Family::default(),
+            tasks: Family::default(),
+            task_duration: Family::new_with_constructor(seconds_histogram),
+            queue_latency: seconds_histogram(),
+            job_to_task: seconds_histogram(),
+            events: Family::default(),
+            leader: Gauge::default(),
+            store: Mutex::new(None),
+            ready: AtomicBool::new(false),
+            registry: Registry::default(),
+            docs: Vec::new(),
+        };
+        reg(
+            &mut r,
+            &mut docs,
+            "tasks",
+            "Tasks in the operator's cache by phase (Pending: not looked at yet)",
+            &["phase"],
+            &m.tasks,
         );
-        registry.register("reconciles", "Reconciles run", reconciles.clone());
-        registry.register(
+        reg(
+            &mut r,
+            &mut docs,
+            "task_results",
+            "Tasks that finished, by outcome (completed, failed) and reason",
+            &["outcome", "reason"],
+            &m.results,
+        );
+        reg(
+            &mut r,
+            &mut docs,
+            "task_duration_seconds",
+            "Time from a Task's start (its Job's start) to its end, by outcome",
+            &["outcome"],
+            &m.task_duration,
+        );
+        reg(
+            &mut r,
+            &mut docs,
+            "task_queue_seconds",
+            "Time from a Task's creation to its Job's start",
+            &[],
+            &m.queue_latency,
+        );
+        reg(
+            &mut r,
+            &mut docs,
+            "job_to_task_seconds",
+            "Time from a Job's end to its Task's final status being written",
+            &[],
+            &m.job_to_task,
+        );
+        reg(
+            &mut r,
+            &mut docs,
+            "reconciles",
+            "Reconciles run",
+            &[],
+            &m.reconciles,
+        );
+        reg(
+            &mut r,
+            &mut docs,
             "reconcile_errors",
             "Failed reconciles by error category",
-            reconcile_errors.clone(),
+            &["category"],
+            &m.reconcile_errors,
         );
-        registry.register(
+        reg(
+            &mut r,
+            &mut docs,
             "reconcile_duration_seconds",
             "Time one reconcile took",
-            reconcile_duration.clone(),
+            &[],
+            &m.reconcile_duration,
         );
-        registry.register(
+        reg(
+            &mut r,
+            &mut docs,
             "api_requests",
-            "API requests by verb and outcome",
-            api_requests.clone(),
+            "API requests of the reconciler by verb and outcome",
+            &["verb", "outcome"],
+            &m.api_requests,
         );
-        registry.register(
+        reg(
+            &mut r,
+            &mut docs,
             "jobs_created",
             "Jobs created for Tasks",
-            jobs_created.clone(),
+            &[],
+            &m.jobs_created,
         );
-        registry.register(
-            "tasks_finished",
-            "Tasks that reached a terminal phase, by phase and reason",
-            tasks_finished.clone(),
+        reg(
+            &mut r,
+            &mut docs,
+            "events",
+            "Events published on Tasks, by reason",
+            &["reason"],
+            &m.events,
         );
+        reg(
+            &mut r,
+            &mut docs,
+            "leader",
+            "1 while this instance holds the leader Lease and runs the controller",
+            &[],
+            &m.leader,
+        );
+        for phase in samples::PHASES {
+            let _ = m.tasks.get_or_create(&PhaseLabels { phase });
+        }
         Self {
-            registry,
-            reconciles,
-            reconcile_errors,
-            reconcile_duration,
-            api_requests,
-            jobs_created,
-            tasks_finished,
-            leader,
-            ready: AtomicBool::new(false),
+            registry: r,
+            docs,
+            ..m
         }
     }
 
@@ -135,12 +262,44 @@ impl Metrics {
         self.jobs_created.inc();
     }
 
-    pub fn task_finished(&self, phase: &'static str, reason: &str) {
-        // Reasons come from the fixed vocabulary, so the label stays bounded.
-        let reason = reason.to_owned();
-        self.tasks_finished
-            .get_or_create(&FinishLabels { phase, reason })
-            .inc();
+    pub fn event_published(&self, reason: &'static str) {
+        self.events.get_or_create(&ReasonLabels { reason }).inc();
+    }
+
+    /// Records what a status transition measured.
+    pub fn record(&self, samples: &[Sample]) {
+        for s in samples {
+            match s {
+                Sample::Queued(secs) => self.queue_latency.observe(*secs),
+                Sample::Finished {
+                    outcome,
+                    reason,
+                    duration,
+                    job_to_task,
+                } => {
+                    // Reasons come from the fixed vocabulary: bounded.
+                    let reason = reason.clone();
+                    self.results
+                        .get_or_create(&ResultLabels { outcome, reason })
+                        .inc();
+                    if let Some(d) = duration {
+                        self.task_duration
+                            .get_or_create(&OutcomeLabels { outcome })
+                            .observe(*d);
+                    }
+                    if let Some(d) = job_to_task {
+                        self.job_to_task.observe(*d);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The Task cache the `tasks` gauge is counted from at each scrape.
+    pub fn watch_store(&self, store: Store<Task>) {
+        if let Ok(mut s) = self.store.lock() {
+            *s = Some(store);
+        }
     }
 
     pub fn set_leader(&self, leading: bool) {
@@ -155,12 +314,37 @@ impl Metrics {
         self.ready.load(Ordering::Relaxed)
     }
 
+    fn count_phases(&self) {
+        let tasks: Vec<Arc<Task>> = match self.store.lock() {
+            Ok(s) => match s.as_ref() {
+                Some(store) => store.state(),
+                None => return,
+            },
+            Err(_) => return,
+        };
+        for (phase, n) in samples::count_phases(tasks.iter().map(|t| &**t)) {
+            self.tasks
+                .get_or_create(&PhaseLabels { phase })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+
     /// The metrics in OpenMetrics text format.
     pub fn encode(&self) -> String {
+        self.count_phases();
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();
         }
         out
     }
+
+    /// The README's metrics table: one row per registered metric.
+    pub fn markdown_table(&self) -> String {
+        samples::markdown_table(&self.docs)
+    }
 }
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -18,7 +18,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::observe::{self, Ownership};
 use crate::status::{self, Next, Observed};
-use crate::{apply, build, events, validate};
+use crate::{apply, build, events, samples, validate};
 
 /// Retry delay after a status patch lost to a newer Task.
 const STALE_REQUEUE: Duration = Duration::from_secs(1);
@@ -149,11 +149,12 @@ async fn write(ctx: &Context, task: &Task, next: TaskStatus) -> Result<Written, 
         }
         Err(e) => return Err(e.into()),
     }
+    let now = Time(Timestamp::now());
+    ctx.metrics
+        .record(&samples::from_transition(task, prev, &next, &now));
     if let Some(phase) = next.phase.filter(|p| p.is_terminal())
         && prev.and_then(|p| p.phase) != Some(phase)
     {
-        ctx.metrics
-            .task_finished(phase.as_str(), next.reason.as_deref().unwrap_or_default());
         // Its slot is free: start who waits for it now, not at their next look.
         if let Err(e) = admit::drain(ctx, task).await {
             warn!(error = %e, "cannot start queued Tasks; they retry on their own");

@@ -1,0 +1,215 @@
+//! Pure: what a status transition measures for the metrics, the phase
+//! counts of the Task cache, and the README's table of metrics.
+
+use crds::{Phase, Task, TaskStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// `phase` label values of `longtask_tasks`.
+pub const PHASES: [&str; 5] = ["Pending", "Queued", "Running", "Completed", "Failed"];
+
+/// One measurement taken from a transition.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sample {
+    /// Task created → Job started, seconds.
+    Queued(f64),
+    /// The Task reached a terminal phase.
+    Finished {
+        outcome: &'static str,
+        reason: String,
+        /// Job start → Task end, seconds.
+        duration: Option<f64>,
+        /// Job end → now (the terminal status is being written), seconds.
+        job_to_task: Option<f64>,
+    },
+}
+
+fn secs(from: &Time, to: &Time) -> f64 {
+    let ms = to.0.as_millisecond() - from.0.as_millisecond();
+    (ms as f64 / 1000.0).max(0.0)
+}
+
+/// What going from `prev` to `next` at `now` measured.
+pub fn from_transition(
+    task: &Task,
+    prev: Option<&TaskStatus>,
+    next: &TaskStatus,
+    now: &Time,
+) -> Vec<Sample> {
+    let empty = TaskStatus::default();
+    let prev = prev.unwrap_or(&empty);
+    let mut out = Vec::new();
+    if prev.job_uid.is_none()
+        && next.job_uid.is_some()
+        && let (Some(created), Some(started)) =
+            (task.metadata.creation_timestamp.as_ref(), &next.started_at)
+    {
+        out.push(Sample::Queued(secs(created, started)));
+    }
+    if let Some(phase) = next.phase.filter(|p| p.is_terminal())
+        && prev.phase != Some(phase)
+    {
+        let outcome = if phase == Phase::Completed {
+            "completed"
+        } else {
+            "failed"
+        };
+        let duration = match (&next.started_at, &next.completed_at) {
+            (Some(s), Some(c)) if next.job_uid.is_some() => Some(secs(s, c)),
+            _ => None,
+        };
+        let job_to_task = match &next.completed_at {
+            Some(c) if next.job_uid.is_some() => Some(secs(c, now)),
+            _ => None,
+        };
+        out.push(Sample::Finished {
+            outcome,
+            reason: next.reason.clone().unwrap_or_default(),
+            duration,
+            job_to_task,
+        });
+    }
+    out
+}
+
+/// How many Tasks are in each of [`PHASES`].
+pub fn count_phases<'a>(tasks: impl Iterator<Item = &'a Task>) -> [(&'static str, usize); 5] {
+    let mut n = [0usize; 5];
+    for t in tasks {
+        let i = match t.status.as_ref().and_then(|s| s.phase) {
+            None => 0,
+            Some(Phase::Queued) => 1,
+            Some(Phase::Running) => 2,
+            Some(Phase::Completed) => 3,
+            Some(Phase::Failed) => 4,
+        };
+        n[i] += 1;
+    }
+    [0, 1, 2, 3, 4].map(|i| (PHASES[i], n[i]))
+}
+
+/// One registered metric, as the README lists it.
+#[derive(Clone, Debug)]
+pub struct Doc {
+    /// Full family name, e.g. `longtask_reconciles`.
+    pub name: String,
+    /// OpenMetrics type: counter, gauge, histogram.
+    pub kind: String,
+    pub labels: &'static [&'static str],
+    pub help: &'static str,
+}
+
+/// A Markdown table of `docs`; counters are shown with their `_total`
+/// sample name, as they appear in a scrape.
+pub fn markdown_table(docs: &[Doc]) -> String {
+    let mut out = String::from("| metric | type | labels | what |\n| --- | --- | --- | --- |\n");
+    for d in docs {
+        let shown = if d.kind == "counter" {
+            format!("{}_total", d.name)
+        } else {
+            d.name.clone()
+        };
+        let labels: Vec<String> = d.labels.iter().map(|l| format!("`{l}`")).collect();
+        out.push_str(&format!(
+            "| `{shown}` | {} | {} | {} |\n",
+            d.kind,
+            labels.join(", "),
+            d.help
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{at, task};
+
+    fn st(phase: Option<Phase>, job: bool, started: Option<i64>, done: Option<i64>) -> TaskStatus {
+        TaskStatus {
+            phase,
+            job_uid: job.then(|| "j".into()),
+            started_at: started.map(at),
+            completed_at: done.map(at),
+            reason: phase.map(|_| "R".into()),
+            ..TaskStatus::default()
+        }
+    }
+
+    #[test]
+    fn transitions() {
+        let mut t = task(None);
+        t.metadata.creation_timestamp = Some(at(90));
+        let running = st(Some(Phase::Running), true, Some(100), None);
+        let fin = |outcome, duration, job_to_task| Sample::Finished {
+            outcome,
+            reason: "R".into(),
+            duration,
+            job_to_task,
+        };
+        let done = st(Some(Phase::Completed), true, Some(100), Some(160));
+        let failed = st(Some(Phase::Failed), true, Some(100), Some(130));
+        let invalid = st(Some(Phase::Failed), false, None, Some(95));
+        let cases: Vec<(Option<&TaskStatus>, &TaskStatus, Vec<Sample>)> = vec![
+            (None, &running, vec![Sample::Queued(10.0)]),
+            (Some(&running), &running, vec![]),
+            (
+                Some(&running),
+                &done,
+                vec![fin("completed", Some(60.0), Some(40.0))],
+            ),
+            (
+                Some(&running),
+                &failed,
+                vec![fin("failed", Some(30.0), Some(70.0))],
+            ),
+            (Some(&done), &done, vec![]),
+            (None, &invalid, vec![fin("failed", None, None)]),
+        ];
+        for (i, (prev, next, want)) in cases.into_iter().enumerate() {
+            assert_eq!(from_transition(&t, prev, next, &at(200)), want, "case {i}");
+        }
+    }
+
+    #[test]
+    fn phases_are_counted() {
+        let tasks = [
+            task(None),
+            task(Some(st(Some(Phase::Running), true, None, None))),
+            task(Some(st(Some(Phase::Failed), true, None, None))),
+            task(Some(st(Some(Phase::Failed), false, None, None))),
+        ];
+        let got = count_phases(tasks.iter());
+        assert_eq!(
+            got,
+            [
+                ("Pending", 1),
+                ("Queued", 0),
+                ("Running", 1),
+                ("Completed", 0),
+                ("Failed", 2)
+            ]
+        );
+    }
+
+    #[test]
+    fn table_rows() {
+        let docs = [
+            Doc {
+                name: "a_x".into(),
+                kind: "counter".into(),
+                labels: &["verb", "outcome"],
+                help: "Things done",
+            },
+            Doc {
+                name: "a_y".into(),
+                kind: "gauge".into(),
+                labels: &[],
+                help: "Level",
+            },
+        ];
+        assert_eq!(
+            markdown_table(&docs),
+            "| metric | type | labels | what |\n| --- | --- | --- | --- |\n| `a_x_total` | counter | `verb`, `outcome` | Things done |\n| `a_y` | gauge |  | Level |\n"
+        );
+    }
+}
