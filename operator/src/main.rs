@@ -58,8 +58,11 @@ enum LogFormat {
 #[command(name = "longtask-operator", version)]
 struct Cli {
     /// Image of the worker container in every Task's Job.
-    #[arg(long, env = env::WORKER_IMAGE)]
-    worker_image: String,
+    #[arg(long, env = env::WORKER_IMAGE, required_unless_present = "print_metrics")]
+    worker_image: Option<String>,
+    /// Print the metrics this operator serves (a Markdown table) and exit.
+    #[arg(long)]
+    print_metrics: bool,
     /// Watch only this namespace (default: all namespaces).
     #[arg(long, env = "LONGTASK_WATCH_NAMESPACE")]
     namespace: Option<String>,
@@ -99,6 +102,10 @@ struct Cli {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.print_metrics {
+        print!("{}", Metrics::new().markdown_table());
+        return ExitCode::SUCCESS;
+    }
     init_tracing(cli.log_format);
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -152,7 +159,7 @@ async fn run(cli: Cli) -> Result<(), String> {
     let ctx = Arc::new(Context {
         client: client.clone(),
         config: Config {
-            worker_image: cli.worker_image.clone(),
+            worker_image: cli.worker_image.clone().unwrap_or_default(),
             api_timeout: Duration::from_secs(cli.api_timeout_seconds.max(1)),
             running_requeue: Duration::from_secs(300),
             blocked_requeue: Duration::from_secs(15),
@@ -270,7 +277,7 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
             }
         }
     });
-    info!(namespace = ns.unwrap_or("<all>"), worker_image = %cli.worker_image, "starting controller");
+    info!(namespace = ns.unwrap_or("<all>"), worker_image = cli.worker_image.as_deref().unwrap_or_default(), "starting controller");
     controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
         .for_each(|res| async move {

@@ -39,7 +39,7 @@ pub async fn reconcile(task: Arc<Task>, ctx: Arc<Context>) -> Result<Action, Err
 /// Decides from the error: invalid objects wait for a change, the rest back off per object.
 pub fn error_policy(task: Arc<Task>, err: &Error, ctx: Arc<Context>) -> Action {
     if err.waits_for_change() {
-        warn!(task = %task.name_any(), error = %err, "reconcile failed; waiting for a change");
+        warn!(namespace = %task.namespace().unwrap_or_default(), task = %task.name_any(), error = %err, "reconcile failed; waiting for a change");
         return Action::await_change();
     }
     let cfg = &ctx.config;
@@ -48,7 +48,7 @@ pub fn error_policy(task: Arc<Task>, err: &Error, ctx: Arc<Context>) -> Action {
         cfg.backoff_base,
         cfg.backoff_max,
     );
-    warn!(task = %task.name_any(), error = %err, retry_in = ?delay, "reconcile failed");
+    warn!(namespace = %task.namespace().unwrap_or_default(), task = %task.name_any(), error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
 

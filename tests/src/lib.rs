@@ -7,6 +7,7 @@
 
 pub mod jobs;
 pub mod kubectl;
+pub mod openmetrics;
 pub mod operator;
 pub mod procs;
 pub mod runner;

@@ -6,8 +6,10 @@ mod cancel;
 mod chaos;
 mod faults;
 mod ha;
+mod observe;
 mod postmortem;
 mod restart;
+mod samples;
 mod scale;
 mod security;
 mod sizes;
@@ -66,6 +68,15 @@ pub static ALL: &[Case] = &[
         log_tail_outlives_the_pod,
         false,
         postmortem::log_tail_outlives_the_pod
+    ),
+    case!(progress_rises, false, observe::progress_rises),
+    case!(events_tell_the_story, false, observe::events_tell_the_story),
+    case!(metrics_move, false, observe::metrics_move),
+    case!(logs_are_json, false, observe::logs_are_json),
+    case!(
+        samples_reach_their_end_state,
+        false,
+        samples::samples_reach_their_end_state
     ),
     case!(
         image_pull_failure_visible,
