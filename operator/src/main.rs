@@ -277,7 +277,11 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
             }
         }
     });
-    info!(namespace = ns.unwrap_or("<all>"), worker_image = cli.worker_image.as_deref().unwrap_or_default(), "starting controller");
+    info!(
+        namespace = ns.unwrap_or("<all>"),
+        worker_image = cli.worker_image.as_deref().unwrap_or_default(),
+        "starting controller"
+    );
     controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
         .for_each(|res| async move {

@@ -266,7 +266,8 @@ pub fn value(families: &[Family], name: &str, labels: &[(&str, &str)]) -> f64 {
                 .all(|(k, v)| s.labels.get(*k).map(String::as_str) == Some(*v))
         })
         .map(|s| s.value)
-        .sum()
+        .sum::<f64>()
+        + 0.0
 }
 
 #[cfg(test)]
