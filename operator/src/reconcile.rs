@@ -92,6 +92,7 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         None
     };
     if let (Some(cm), Some(j)) = (result.as_ref(), ours)
+        && status::wants_final_result(task, job.as_ref())
         && let Some(why) =
             observe::foreign(cm, id.uid, j.metadata.uid.as_deref().unwrap_or_default())
     {

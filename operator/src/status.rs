@@ -58,6 +58,20 @@ pub fn wants_result(task: &Task, job: Option<&Job>) -> bool {
     job.is_some() || recorded.is_some()
 }
 
+/// True when the result ConfigMap is read for the final result (the Job
+/// ended, was replaced, or the Task is being cancelled), not for progress.
+pub fn wants_final_result(task: &Task, job: Option<&Job>) -> bool {
+    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    match job {
+        None => recorded.is_some(),
+        Some(j) => {
+            observe::finish(j).is_some()
+                || task.spec.cancel
+                || recorded.is_some_and(|r| Some(r) != j.metadata.uid.as_deref())
+        }
+    }
+}
+
 /// True when the Task's own Job must be stopped (suspended, which deletes
 /// its pods with SIGTERM): the Task is cancelled, or `next` ends it while
 /// the Job has not finished (a start timeout).

@@ -4,6 +4,16 @@ use crds::conditions::reasons;
 use super::*;
 use crate::fixtures::*;
 
+/// (name, Job, ConfigMap, phase, reason, percent)
+type Case<'a> = (
+    &'a str,
+    &'a Job,
+    ConfigMap,
+    Option<Phase>,
+    Option<&'a str>,
+    Option<i32>,
+);
+
 #[test]
 fn progress_is_copied_while_running_and_never_taken_as_a_result() {
     let run = job("j1", Some("tu"), None, 0, 0, 1);
@@ -16,14 +26,7 @@ fn progress_is_copied_while_running_and_never_taken_as_a_result() {
         0,
     );
     let pcm = progress_cm("tu", "j1", (10, 100), (50, 140));
-    let cases: Vec<(
-        &str,
-        &Job,
-        ConfigMap,
-        Option<Phase>,
-        Option<&str>,
-        Option<i32>,
-    )> = vec![
+    let cases: Vec<Case> = vec![
         (
             "running, progress",
             &run,

@@ -136,6 +136,8 @@ fn result_is_read_only_when_needed() {
     assert!(wants_result(&task(Some(running())), Some(&done)));
     assert!(wants_result(&task(Some(running())), None));
     assert!(!wants_result(&task(None), None));
+    assert!(!wants_final_result(&task(Some(running())), Some(&run)));
+    assert!(wants_final_result(&task(Some(running())), Some(&done)));
 }
 
 fn cancelled_task(prev: Option<TaskStatus>) -> crds::Task {
