@@ -16,7 +16,7 @@ const MINUTE: Duration = Duration::from_secs(60);
 
 /// A program reporting 10 steps shows rising percents while it runs.
 pub async fn progress_rises(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    let script = r#"for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1; echo "$i/10 step $i" >> "$LONGTASK_PROGRESS"; done; echo ok > "$LONGTASK_RESULT""#;
+    let script = r#"for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1.5; echo "$i/10 step $i" >> "$LONGTASK_PROGRESS"; done; echo ok > "$LONGTASK_RESULT""#;
     ns.apply(&sh_task("steps", script, ""))?;
     let api = tasks(&ns.client, &ns.name);
     let deadline = Instant::now() + MINUTE;
