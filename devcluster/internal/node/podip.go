@@ -11,8 +11,9 @@ import (
 // loopback on Linux, no setup needed), derived from the pod's UID so it
 // survives agent restarts. A program that binds $(POD_IP):PORT, as it would
 // in a real cluster, then never clashes with another pod on this host, and
-// the API server's pod proxy (`kubectl get --raw .../pods/NAME:PORT/proxy/...`)
-// reaches it. 127.0.0.x is left to the host and the control plane.
+// tests reach it at that address. (The API server's pod proxy refuses
+// loopback targets, "address not allowed", so pods/proxy does not work
+// here.) 127.0.0.x is left to the host and the control plane.
 func podIP(pod *corev1.Pod) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(pod.UID))
