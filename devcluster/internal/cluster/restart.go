@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"fmt"
+	"net"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"longtask.dev/devcluster/internal/pki"
@@ -38,6 +40,9 @@ func Restart(dir, name string, kill bool) error {
 		grace = 0
 	}
 	stop(proc.Pid, dir, grace)
+	if err := waitPortsFree(proc.Args, 30*time.Second); err != nil {
+		return err
+	}
 	r, err := spawn(st, name, proc.Args)
 	if err != nil {
 		return err
@@ -67,4 +72,32 @@ func names(st *State) []string {
 		n = append(n, p.Name)
 	}
 	return n
+}
+
+// waitPortsFree waits until every 127.0.0.1 port named in a component's
+// flags can be bound again (a killed server's port may linger briefly).
+func waitPortsFree(args []string, timeout time.Duration) error {
+	var ports []string
+	for _, a := range args {
+		for _, flag := range []string{"--secure-port=", "--client-url=http://127.0.0.1:", "--peer-url=http://127.0.0.1:"} {
+			if v, ok := strings.CutPrefix(a, flag); ok {
+				ports = append(ports, v)
+			}
+		}
+	}
+	deadline := time.Now().Add(timeout)
+	for _, p := range ports {
+		for {
+			l, err := net.Listen("tcp", "127.0.0.1:"+p)
+			if err == nil {
+				l.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("port %s is still in use after %s: %w", p, timeout, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
 }

@@ -9,11 +9,13 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -244,6 +246,30 @@ func adminHTTP(f pki.Files) (*http.Client, error) {
 }
 
 func freePorts() (ports, error) {
+	got, err := pickPorts(5)
+	if err != nil {
+		return ports{}, err
+	}
+	return ports{EtcdClient: got[0], EtcdPeer: got[1], APIServer: got[2], ControllerManager: got[3], Scheduler: got[4]}, nil
+}
+
+// pickPorts finds n free loopback ports below the kernel's ephemeral range:
+// a port from that range can be taken, while its server is down for a
+// restart, as the local end of some outgoing connection, and the server
+// could not bind it again.
+func pickPorts(n int) ([]int, error) {
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
+	}
+	const base = 10000
+	if low-base < 1000 {
+		return nil, fmt.Errorf("the ephemeral port range starts at %d: no room below it", low)
+	}
 	var got []int
 	var ls []net.Listener
 	defer func() {
@@ -251,13 +277,17 @@ func freePorts() (ports, error) {
 			l.Close()
 		}
 	}()
-	for i := 0; i < 5; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(got) < n && tries < 1000; tries++ {
+		port := base + rand.IntN(low-base)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
 		if err != nil {
-			return ports{}, err
+			continue
 		}
 		ls = append(ls, l)
-		got = append(got, l.Addr().(*net.TCPAddr).Port)
+		got = append(got, port)
 	}
-	return ports{EtcdClient: got[0], EtcdPeer: got[1], APIServer: got[2], ControllerManager: got[3], Scheduler: got[4]}, nil
+	if len(got) < n {
+		return nil, fmt.Errorf("found only %d free ports in 127.0.0.1:%d-%d", len(got), base, low-1)
+	}
+	return got, nil
 }
