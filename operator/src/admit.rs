@@ -13,7 +13,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, OnceLock};
 
 use crds::Task;
-use crds::conditions::reasons;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::ResourceExt;
@@ -54,6 +53,16 @@ impl Queue {
         let _ = self.tasks.set(store);
     }
 
+    /// The UID of namespace `name`, if the cache has it.
+    pub fn namespace_uid(&self, name: &str) -> Option<String> {
+        self.namespaces
+            .get()?
+            .get(&ObjectRef::new(name))?
+            .metadata
+            .uid
+            .clone()
+    }
+
     /// A cache of namespaces' metadata (for their annotation).
     pub fn set_namespaces(&self, store: Store<PartialObjectMeta<Namespace>>) {
         let _ = self.namespaces.set(store);
@@ -66,6 +75,11 @@ pub enum Admission {
     Started(Box<Job>),
     /// The Task waits for a slot.
     Wait(Wait),
+}
+
+/// True when a cap applies to Tasks of `namespace`.
+pub async fn capped(ctx: &Context, namespace: &str) -> Result<bool, Error> {
+    Ok(ctx.queue.global.is_some() || namespace_limit(ctx, namespace).await?.is_some())
 }
 
 /// Starts `task` (creates its Job) unless a cap keeps it waiting.
@@ -185,10 +199,7 @@ fn plan(
 /// Tasks the queue leaves out: invalid ones (they fail), and ones whose
 /// Job name is taken by another Task's Job (they cannot start).
 fn wants_slot(t: &Task) -> bool {
-    let blocked = t.status.as_ref().is_some_and(|s| {
-        s.job_uid.is_none() && s.reason.as_deref() == Some(reasons::JOB_OWNED_BY_OTHER)
-    });
-    !blocked && validate::validate(t).is_ok()
+    !crate::status::is_blocked(t) && validate::validate(t).is_ok()
 }
 
 fn verdict(plan: &Plan, uid: &str) -> Verdict {

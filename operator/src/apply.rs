@@ -77,7 +77,11 @@ pub async fn create_job(ctx: &Context, job: &Job) -> Result<Job, ApplyError> {
                 None => Err(err(CallError::Kube(kube::Error::Api(s)))),
             }
         }
-        Err(e) => Err(err(e)),
+        Err(e) => {
+            // Perhaps the namespace was made again: apply its RBAC next time.
+            ctx.rbac.forget(&namespace);
+            Err(err(e))
+        }
     }
 }
 
@@ -216,8 +220,13 @@ pub async fn get_result(
         })
 }
 
-/// Server-side applies the worker's ServiceAccount and RoleBinding.
+/// Server-side applies the worker's ServiceAccount and RoleBinding, unless
+/// this namespace got them lately (`WorkerRbac`).
 pub async fn ensure_worker_rbac(ctx: &Context, namespace: &str) -> Result<(), ApplyError> {
+    let ns_uid = ctx.queue.namespace_uid(namespace);
+    if ctx.rbac.fresh(namespace, ns_uid.as_deref()) {
+        return Ok(());
+    }
     let sa = build::worker_service_account(namespace);
     let sa_name = sa.name_any();
     let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
@@ -246,6 +255,7 @@ pub async fn ensure_worker_rbac(ctx: &Context, namespace: &str) -> Result<(), Ap
         name: rb_name,
         source,
     })?;
+    ctx.rbac.ensured(namespace, ns_uid);
     Ok(())
 }
 

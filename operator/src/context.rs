@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crds::Task;
 use kube::Client;
@@ -41,6 +41,54 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub backoff: Backoff,
     pub queue: crate::admit::Queue,
+    pub rbac: WorkerRbac,
+}
+
+/// Namespaces whose worker ServiceAccount and RoleBinding were applied
+/// lately: a cache of cluster facts, not Task state. It saves two writes
+/// per Task; a restart rebuilds it by applying once per namespace again.
+/// An entry is forgotten after `ttl` (repairing RBAC someone deleted by
+/// hand) or when the namespace's UID changed (deleted and made again).
+pub struct WorkerRbac {
+    ttl: Duration,
+    ensured: Mutex<HashMap<String, (Option<String>, Instant)>>,
+}
+
+impl WorkerRbac {
+    pub fn new(ttl: Duration) -> WorkerRbac {
+        WorkerRbac {
+            ttl,
+            ensured: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// True when `namespace` (with UID `uid`, if known) was ensured lately.
+    pub fn fresh(&self, namespace: &str, uid: Option<&str>) -> bool {
+        let Ok(m) = self.ensured.lock() else {
+            return false;
+        };
+        m.get(namespace).is_some_and(|(u, at)| {
+            let same = match (u.as_deref(), uid) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            };
+            same && at.elapsed() < self.ttl
+        })
+    }
+
+    /// Records that `namespace` was just ensured.
+    pub fn ensured(&self, namespace: &str, uid: Option<String>) {
+        if let Ok(mut m) = self.ensured.lock() {
+            m.insert(namespace.to_owned(), (uid, Instant::now()));
+        }
+    }
+
+    /// Forgets `namespace` (its RBAC may be gone).
+    pub fn forget(&self, namespace: &str) {
+        if let Ok(mut m) = self.ensured.lock() {
+            m.remove(namespace);
+        }
+    }
 }
 
 /// Per-object exponential backoff: consecutive failures per Task, forgotten
@@ -88,6 +136,20 @@ mod tests {
         let got: Vec<u64> = (1..=8).map(|n| delay(n, b, m).as_secs()).collect();
         assert_eq!(got, vec![1, 2, 4, 8, 16, 32, 60, 60]);
         assert_eq!(delay(u32::MAX, b, m), m);
+    }
+
+    #[test]
+    fn rbac_is_fresh_per_namespace_and_uid() {
+        let r = WorkerRbac::new(Duration::from_secs(60));
+        assert!(!r.fresh("a", None));
+        r.ensured("a", Some("u1".into()));
+        assert!(r.fresh("a", Some("u1")) && r.fresh("a", None));
+        assert!(!r.fresh("a", Some("u2")) && !r.fresh("b", None));
+        r.forget("a");
+        assert!(!r.fresh("a", Some("u1")));
+        let expired = WorkerRbac::new(Duration::ZERO);
+        expired.ensured("a", None);
+        assert!(!expired.fresh("a", None));
     }
 
     #[test]

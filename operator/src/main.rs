@@ -24,6 +24,7 @@ mod server;
 mod shape;
 mod shards;
 mod status;
+mod triggers;
 mod validate;
 
 use std::process::ExitCode;
@@ -39,7 +40,9 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{self, reflector};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
@@ -171,6 +174,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         metrics: metrics.clone(),
         backoff: Backoff::default(),
         queue: admit::Queue::new(cli.max_active_tasks, cli.namespace.clone()),
+        rbac: context::WorkerRbac::new(Duration::from_secs(600)),
     });
     for (what, addr) in [("metrics", metrics_addr), ("health", health_addr)] {
         if let Some(addr) = addr {
@@ -249,12 +253,33 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
     let tasks: Api<Task> = api(&client, ns);
     let jobs: Api<Job> = api(&client, ns);
     let pods: Api<Pod> = api(&client, ns);
-    let cms: Api<ConfigMap> = api(&client, ns);
+    let cms: Api<PartialObjectMeta<ConfigMap>> = api(&client, ns);
     let ours = || watcher::Config::default().labels(labels::TASK_UID);
-    let controller = Controller::new(tasks, watcher::Config::default())
-        .owns(jobs, ours())
-        .watches(pods, ours(), task_of_pod)
-        .watches(cms, ours(), task_of_result)
+    // The Task cache holds what reconciles and the queue read, nothing more.
+    let (store, writer) = reflector::store();
+    let task_stream = reflector(
+        writer,
+        watcher(tasks, watcher::Config::default()).modify(slim_task),
+    )
+    .applied_objects();
+    // Owned Jobs and pods wake a Task only when what its status reads
+    // changed (`triggers.rs`); result ConfigMaps on any change (their data
+    // is read on demand, so their watch carries metadata only).
+    let job_stream = triggers::changed(
+        watcher(jobs, ours()).modify(|j: &mut Job| j.managed_fields_mut().clear()),
+        triggers::job_key,
+    );
+    let pod_stream = triggers::changed(
+        watcher(pods, ours()).modify(|p: &mut Pod| p.managed_fields_mut().clear()),
+        triggers::pod_key,
+    );
+    let cm_stream = watcher(cms, ours())
+        .modify(|c| c.managed_fields_mut().clear())
+        .touched_objects();
+    let controller = Controller::for_stream(task_stream, store)
+        .owns_stream(job_stream)
+        .watches_stream(pod_stream, task_of_pod)
+        .watches_stream(cm_stream, task_of_result)
         .with_config(controller::Config::default().concurrency(cli.concurrency))
         .shutdown_on_signal();
     let store = controller.store();
@@ -326,8 +351,33 @@ fn task_of_pod(pod: Pod) -> Option<ObjectRef<Task>> {
     Some(ObjectRef::new(name).within(&pod.namespace()?))
 }
 
+/// Keeps out of the Task cache what no reconcile reads: managed fields, the
+/// last-applied annotation, and a terminal Task's result, logs and messages
+/// (a terminal Task is never reconciled; the queue reads only its phase).
+fn slim_task(t: &mut Task) {
+    t.managed_fields_mut().clear();
+    t.annotations_mut()
+        .remove("kubectl.kubernetes.io/last-applied-configuration");
+    if t.is_terminal()
+        && let Some(s) = t.status.take()
+    {
+        t.status = Some(crds::TaskStatus {
+            phase: s.phase,
+            reason: s.reason,
+            job_name: s.job_name,
+            job_uid: s.job_uid,
+            started_at: s.started_at,
+            completed_at: s.completed_at,
+            attempts: s.attempts,
+            exit_code: s.exit_code,
+            observed_generation: s.observed_generation,
+            ..crds::TaskStatus::default()
+        });
+    }
+}
+
 /// Maps a result ConfigMap to the Task that owns it.
-fn task_of_result(cm: ConfigMap) -> Option<ObjectRef<Task>> {
+fn task_of_result(cm: PartialObjectMeta<ConfigMap>) -> Option<ObjectRef<Task>> {
     let owner = cm
         .owner_references()
         .iter()

@@ -53,6 +53,19 @@ pub fn finish(job: &Job) -> Option<Finish<'_>> {
         })
 }
 
+/// True for a Job the Job controller has not reported on yet (just
+/// created): no status counts, no conditions, so no pods to look at.
+pub fn untouched(job: &Job) -> bool {
+    job.status.as_ref().is_none_or(|s| {
+        s.conditions.as_ref().is_none_or(Vec::is_empty)
+            && s.active.is_none()
+            && s.succeeded.is_none()
+            && s.failed.is_none()
+            && s.terminating.is_none()
+            && s.ready.is_none()
+    })
+}
+
 /// Maps a Job controller failure reason onto our vocabulary.
 pub fn failure_reason(job_reason: Option<&str>) -> &'static str {
     match job_reason {

@@ -65,9 +65,17 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         return Ok(action(ctx, desired.next, written));
     }
 
-    let mut job = apply::get_job(ctx, id.namespace, id.name).await?;
     let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
-    if job.is_none() && recorded.is_none() && !task.spec.cancel {
+    // A Task that never had a Job and may start now: create it at once
+    // (AlreadyExists returns the one there) rather than look first; under a
+    // cap, or while another Task's Job holds the name, look first.
+    let fresh = recorded.is_none() && !task.spec.cancel && !status::is_blocked(task);
+    let mut job = if fresh && !admit::capped(ctx, id.namespace).await? {
+        None
+    } else {
+        apply::get_job(ctx, id.namespace, id.name).await?
+    };
+    if job.is_none() && fresh {
         match admit::start(ctx, task).await? {
             Admission::Started(j) => job = Some(*j),
             Admission::Wait(w) => {
@@ -81,9 +89,10 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     let ours = job
         .as_ref()
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
+    // A Job the Job controller has not looked at yet has no pods.
     let pods = match ours {
-        Some(j) => apply::list_pods(ctx, id.namespace, id.uid, j).await?,
-        None => Vec::new(),
+        Some(j) if !observe::untouched(j) => apply::list_pods(ctx, id.namespace, id.uid, j).await?,
+        _ => Vec::new(),
     };
     let sharded = task.spec.is_sharded();
     let result = if !sharded && status::wants_result(task, job.as_ref()) {

@@ -72,6 +72,13 @@ pub fn wants_final_result(task: &Task, job: Option<&Job>) -> bool {
     }
 }
 
+/// True when the last look found the Task's name taken by another's Job.
+pub fn is_blocked(task: &Task) -> bool {
+    task.status.as_ref().is_some_and(|s| {
+        s.job_uid.is_none() && s.reason.as_deref() == Some(reasons::JOB_OWNED_BY_OTHER)
+    })
+}
+
 /// True when the Task's own Job must be stopped (suspended, which deletes
 /// its pods with SIGTERM): the Task is cancelled, or `next` ends it while
 /// the Job has not finished (a start timeout).
