@@ -147,7 +147,11 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         st.active.unwrap_or(0)
     };
     let counted = st.succeeded.unwrap_or(0) + st.failed.unwrap_or(0) + active;
-    let attempts = counted.max(prev.attempts.unwrap_or(0));
+    // An unsuspended Job starts its first pod at once: counting it from the
+    // create saves a status patch when the Job controller reports it.
+    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    let first = i32::from(!suspended);
+    let attempts = counted.max(first).max(prev.attempts.unwrap_or(0));
     let newest = observe::newest(obs.pods);
     let base = Facts {
         job_uid: Some(job_uid.clone()),

@@ -20,8 +20,9 @@ use crate::observe::{self, Ownership};
 use crate::status::{self, Next, Observed};
 use crate::{apply, build, events, samples, validate};
 
-/// Retry delay after a status patch lost to a newer Task.
-const STALE_REQUEUE: Duration = Duration::from_secs(1);
+/// Safety-net retry after a status patch lost to a newer Task (whose watch
+/// event reconciles it again at once).
+const STALE_REQUEUE: Duration = Duration::from_secs(30);
 
 /// Entry point for the controller.
 #[instrument(skip(task, ctx), fields(namespace = %task.namespace().unwrap_or_default(), task = %task.name_any()))]
@@ -153,8 +154,10 @@ async fn write(ctx: &Context, task: &Task, next: TaskStatus) -> Result<Written, 
         Ok(()) => {}
         Err(e) if e.is_conflict() => {
             // Our cached Task is older than the server's: the watch brings
-            // the newer one and reconciles again; nothing was written.
-            debug!("status patch conflicted with a newer Task; retrying soon");
+            // the newer one and reconciles again; nothing was written. The
+            // guard stays: without it a stale cache would write its Events
+            // (Started, Completed) and condition times a second time.
+            debug!("status patch conflicted with a newer Task; waiting for it");
             return Ok(Written::Stale);
         }
         Err(e) => return Err(e.into()),
@@ -187,6 +190,7 @@ enum Written {
 
 fn action(ctx: &Context, next: Next, written: Written) -> Action {
     if written == Written::Stale {
+        // The newer Task's watch event wakes us; this is only a safety net.
         return Action::requeue(STALE_REQUEUE);
     }
     match next {

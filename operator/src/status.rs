@@ -250,12 +250,15 @@ fn tail_utf8(s: &str, max: usize) -> &str {
     &s[start..]
 }
 
-/// False when `desired` differs from `current` in nothing but timestamps.
+/// False when `desired` differs from `current` in nothing but timestamps
+/// and the pod name (pod churn: it rides along with the next real change,
+/// such as a new attempt or the end).
 pub fn needs_patch(current: Option<&TaskStatus>, desired: &TaskStatus) -> bool {
     let strip = |s: &TaskStatus| {
         let mut s = s.clone();
         s.started_at = None;
         s.completed_at = None;
+        s.pod_name = None;
         for c in &mut s.conditions {
             c.last_transition_time = Time(Default::default());
         }

@@ -29,7 +29,8 @@ pub fn job_key(job: &Job) -> Option<u64> {
     let counts = (st.active, st.succeeded, st.failed, st.terminating);
     let empty = conds.is_empty() && counts == (None, None, None, None);
     let suspend = job.spec.as_ref().and_then(|s| s.suspend);
-    (!empty || suspend == Some(true)).then(|| hash(&(job.metadata.generation, suspend, conds, counts)))
+    (!empty || suspend == Some(true))
+        .then(|| hash(&(job.metadata.generation, suspend, conds, counts)))
 }
 
 /// What of a pod the status reads: why it cannot start, whether it is
@@ -66,7 +67,14 @@ where
                 Ok(ev) => ev,
                 Err(e) => return vec![Err(e)],
             };
-            let id = |o: &K| format!("{}/{}/{}", o.namespace().unwrap_or_default(), o.name_any(), o.uid().unwrap_or_default());
+            let id = |o: &K| {
+                format!(
+                    "{}/{}/{}",
+                    o.namespace().unwrap_or_default(),
+                    o.name_any(),
+                    o.uid().unwrap_or_default()
+                )
+            };
             match ev {
                 Event::Init => {
                     relist = Some(HashMap::new());
@@ -95,11 +103,7 @@ where
                             target.remove(&k);
                         }
                     }
-                    if new != old {
-                        vec![Ok(o)]
-                    } else {
-                        Vec::new()
-                    }
+                    if new != old { vec![Ok(o)] } else { Vec::new() }
                 }
             }
         })
