@@ -90,17 +90,21 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     let ours = job
         .as_ref()
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
-    // A Job the Job controller has not looked at yet has no pods.
+    // A Job the Job controller has not looked at yet (just created) has no
+    // pods, and no worker has written progress for it.
+    let untouched = ours.is_some_and(observe::untouched);
     let pods = match ours {
-        Some(j) if !observe::untouched(j) => apply::list_pods(ctx, id.namespace, id.uid, j).await?,
+        Some(j) if !untouched => apply::list_pods(ctx, id.namespace, id.uid, j).await?,
         _ => Vec::new(),
     };
     let sharded = task.spec.is_sharded();
-    let result = if !sharded && status::wants_result(task, job.as_ref()) {
-        apply::get_result(ctx, id.namespace, &config_map_name(id.name)).await?
-    } else {
-        None
-    };
+    let progress_only = !status::wants_final_result(task, job.as_ref());
+    let result =
+        if !sharded && status::wants_result(task, job.as_ref()) && !(untouched && progress_only) {
+            apply::get_result(ctx, id.namespace, &config_map_name(id.name)).await?
+        } else {
+            None
+        };
     if let (Some(cm), Some(j)) = (result.as_ref(), ours)
         && status::wants_final_result(task, job.as_ref())
         && let Some(why) =

@@ -118,8 +118,10 @@ mod tests {
     #[test]
     fn new_jobs_and_quiet_pods_wake_nothing() {
         assert_eq!(job_key(&Job::default()), None);
-        let mut j = Job::default();
-        j.status = Some(JobStatus::default());
+        let mut j = Job {
+            status: Some(JobStatus::default()),
+            ..Job::default()
+        };
         assert_eq!(job_key(&j), None);
         j.status = Some(JobStatus {
             active: Some(1),
