@@ -250,15 +250,20 @@ fn tail_utf8(s: &str, max: usize) -> &str {
     &s[start..]
 }
 
-/// False when `desired` differs from `current` in nothing but timestamps
-/// and the pod name (pod churn: it rides along with the next real change,
-/// such as a new attempt or the end).
+/// False when `desired` differs from `current` in nothing but timestamps,
+/// the pod name, and (while running) the last exit code: pod churn, which
+/// rides along with the next real change (a new attempt, or the end, which
+/// follows a pod's exit at once).
 pub fn needs_patch(current: Option<&TaskStatus>, desired: &TaskStatus) -> bool {
+    let running = desired.phase == Some(crds::Phase::Running);
     let strip = |s: &TaskStatus| {
         let mut s = s.clone();
         s.started_at = None;
         s.completed_at = None;
         s.pod_name = None;
+        if running {
+            s.exit_code = None;
+        }
         for c in &mut s.conditions {
             c.last_transition_time = Time(Default::default());
         }
