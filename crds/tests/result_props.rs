@@ -1,10 +1,15 @@
 //! Property tests of the result format: any ConfigMap data reads as a
 //! result or a named format error, never a panic; what the worker writes
-//! reads back the same; truncation never splits a character.
+//! reads back the same (or, past the limit, as too large with its size);
+//! gzip values never inflate past the limit; truncation never splits a
+//! character.
 
 use std::collections::BTreeMap;
 
-use crds::result::{FormatError, TaskResult, keys, truncate_utf8};
+use crds::result::{
+    FormatError, MAX_RESULT_BYTES, TaskResult, encodings, gzip, keys, truncate_utf8,
+};
+use k8s_openapi::ByteString;
 use proptest::collection::btree_map;
 use proptest::prelude::*;
 
@@ -12,6 +17,19 @@ fn text() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => ".{0,40}",
         1 => (any::<char>(), 0usize..3_000_000).prop_map(|(c, n)| c.to_string().repeat(n)),
+    ]
+}
+
+/// A gzip value: of a small or a huge (bomb) result, cut, or garbage.
+fn gzip_value() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        ".{0,40}".prop_map(|s| gzip(s.as_bytes())),
+        (0usize..3_000_000).prop_map(|n| gzip(&vec![b'x'; n])),
+        (".{1,40}", 0usize..30).prop_map(|(s, cut)| {
+            let g = gzip(s.as_bytes());
+            g[..g.len().saturating_sub(cut)].to_vec()
+        }),
+        proptest::collection::vec(any::<u8>(), 0..64),
     ]
 }
 
@@ -38,6 +56,7 @@ proptest! {
                 Just(keys::RESULT_SIZE.to_owned()),
                 Just(keys::MESSAGE.to_owned()),
                 Just(keys::LOG_TAIL.to_owned()),
+                Just(keys::RESULT_ENCODING.to_owned()),
                 ".{0,8}",
             ],
             prop_oneof![
@@ -45,22 +64,35 @@ proptest! {
                 Just(i32::MIN.to_string()),
                 Just(u64::MAX.to_string()),
                 " 7 |NaN|0x10|1e3|",
+                Just(encodings::PLAIN.to_owned()),
+                Just(encodings::GZIP.to_owned()),
+                Just(encodings::OMITTED.to_owned()),
                 text(),
             ],
-            0..7,
-        )
+            0..8,
+        ),
+        gz in gzip_value(),
     ) {
-        match TaskResult::from_data(&data) {
+        let binary = BTreeMap::from([(keys::RESULT_GZIP.to_owned(), ByteString(gz))]);
+        let plain = matches!(
+            data.get(keys::RESULT_ENCODING).map(|e| e.trim()),
+            None | Some("" | encodings::PLAIN)
+        );
+        match TaskResult::from_stored(&data, &binary) {
             Ok(r) => {
                 prop_assert_eq!(Some(r.exit_code), data[keys::EXIT_CODE].trim().parse().ok());
-                prop_assert_eq!(Some(&r.result).filter(|r| !r.is_empty()), data.get(keys::RESULT).filter(|r| !r.is_empty()));
+                prop_assert!(r.result.len() <= MAX_RESULT_BYTES || plain, "inflated past the limit");
+                if plain {
+                    let want = data.get(keys::RESULT).map(String::as_bytes).unwrap_or_default();
+                    prop_assert_eq!(r.result.as_slice(), want);
+                }
             }
             Err(FormatError::MissingKey(k)) => {
                 prop_assert_eq!(k, keys::EXIT_CODE);
                 prop_assert!(!data.contains_key(k));
             }
             Err(FormatError::BadValue(k, v)) => {
-                prop_assert!(k == keys::EXIT_CODE || k == keys::RESULT_SIZE);
+                prop_assert!([keys::EXIT_CODE, keys::RESULT_SIZE, keys::RESULT_ENCODING, keys::RESULT_GZIP].contains(&k), "{}", k);
                 prop_assert!(v.len() <= 64, "the quoted value is cut: {}", v.len());
             }
         }
@@ -68,7 +100,11 @@ proptest! {
 
     #[test]
     fn written_results_read_back(
-        result in text(),
+        result in prop_oneof![
+            3 => text().prop_map(String::into_bytes),
+            1 => proptest::collection::vec(any::<u8>(), 0..2048),
+            1 => (any::<u8>(), 0usize..1_200_000).prop_map(|(b, n)| vec![b; n]),
+        ],
         exit_code in any::<i32>(),
         message in ".{0,50}",
         log_tail in ".{0,50}",
@@ -80,8 +116,20 @@ proptest! {
             finished_at: "2024-01-01T00:00:00Z".into(),
             message,
             log_tail,
+            omitted: false,
         };
-        prop_assert_eq!(TaskResult::from_data(&r.to_data()), Ok(r));
+        let s = r.to_stored();
+        let values: usize = s.data.values().map(String::len).sum::<usize>()
+            + s.binary_data.values().map(|b| b.0.len()).sum::<usize>();
+        prop_assert!(values < 1024 * 1024, "the ConfigMap would hold {} bytes", values);
+        let back = TaskResult::from_stored(&s.data, &s.binary_data);
+        if r.too_large() {
+            let back = back.map_err(|e| TestCaseError::fail(e.to_string()))?;
+            prop_assert!(back.too_large() && back.result.is_empty());
+            prop_assert_eq!(back.result_size, r.result_size);
+        } else {
+            prop_assert_eq!(back, Ok(r));
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! gathered into `Facts` that `status.rs` turns into a status.
 
 use crds::conditions::reasons;
-use crds::result::MAX_RESULT_BYTES;
+use crds::result::TaskResult;
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -97,10 +97,7 @@ pub fn lost(
         Ok(r) if r.too_large() => Facts {
             phase: Some(Phase::Failed),
             reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
-            message: Some(format!(
-                "the result is {} bytes, more than the limit of {MAX_RESULT_BYTES} bytes; its Job {job} {how}",
-                r.result_size
-            )),
+            message: Some(format!("{}; its Job {job} {how}", r.too_large_message())),
             exit_code: Some(r.exit_code),
             ..base
         },
@@ -108,21 +105,23 @@ pub fn lost(
             phase: Some(Phase::Completed),
             reason: Some(reasons::SUCCEEDED.to_owned()),
             message: Some(format!(
-                "the program succeeded; its Job {job} {how} afterwards"
+                "the program succeeded; its Job {job} {how} afterwards{}",
+                binary_note(&r)
             )),
             exit_code: Some(0),
-            result: Some(r.result),
+            result: Some(r.text()),
             ..base
         },
         Ok(r) => Facts {
             phase: Some(Phase::Failed),
             reason: Some(reasons::JOB_FAILED.to_owned()),
             message: Some(format!(
-                "the program exited with code {}; its Job {job} {how} before its final state was read",
-                r.exit_code
+                "the program exited with code {}; its Job {job} {how} before its final state was read{}",
+                r.exit_code,
+                binary_note(&r)
             )),
             exit_code: Some(r.exit_code),
-            result: Some(r.result),
+            result: Some(r.text()),
             ..base
         },
         Err(_) => Facts {
@@ -228,23 +227,24 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             Ok(r) if r.too_large() => Facts {
                 phase: Some(Phase::Failed),
                 reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
-                message: Some(format!(
-                    "the result is {} bytes, more than the limit of {MAX_RESULT_BYTES} bytes",
-                    r.result_size
-                )),
+                message: Some(r.too_large_message()),
                 exit_code: Some(r.exit_code),
                 ..base
             },
             Ok(r) => Facts {
                 phase: Some(Phase::Completed),
                 reason: Some(reasons::SUCCEEDED.to_owned()),
-                message: Some(if r.message.is_empty() {
-                    "the program succeeded".to_owned()
-                } else {
-                    r.message
-                }),
+                message: Some(format!(
+                    "{}{}",
+                    if r.message.is_empty() {
+                        "the program succeeded"
+                    } else {
+                        &r.message
+                    },
+                    binary_note(&r)
+                )),
                 exit_code: Some(r.exit_code),
-                result: Some(r.result),
+                result: Some(r.text()),
                 ..base
             },
             Err(why) => Facts {
@@ -258,7 +258,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     let reason = observe::failure_reason(cond.reason.as_deref());
     let (result, worker_msg, exit_code) = match &accepted {
         Ok(r) => (
-            (!r.too_large()).then(|| r.result.clone()),
+            (!r.too_large()).then(|| r.text()),
             r.message.clone(),
             Some(r.exit_code),
         ),
@@ -283,6 +283,9 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     if !worker_msg.is_empty() {
         message = format!("{message}: {worker_msg}");
     }
+    if let (Ok(r), Some(_)) = (&accepted, &result) {
+        message.push_str(&binary_note(r));
+    }
     Facts {
         phase: Some(Phase::Failed),
         reason: Some(reason.to_owned()),
@@ -299,7 +302,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
 fn cancelling(
     job: &Job,
     obs: &Observed<'_>,
-    accepted: Result<crds::result::TaskResult, String>,
+    accepted: Result<TaskResult, String>,
     base: Facts,
 ) -> Facts {
     let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
@@ -310,10 +313,15 @@ fn cancelling(
             ..base
         };
     }
-    let (result, exit_code, worker_msg) = match accepted {
-        Ok(r) if !r.too_large() => (Some(r.result), Some(r.exit_code), r.message),
-        Ok(r) => (None, Some(r.exit_code), r.message),
-        Err(_) => (None, base.exit_code, String::new()),
+    let (result, exit_code, worker_msg, note) = match accepted {
+        Ok(r) if !r.too_large() => (
+            Some(r.text()),
+            Some(r.exit_code),
+            r.message.clone(),
+            binary_note(&r),
+        ),
+        Ok(r) => (None, Some(r.exit_code), r.message, String::new()),
+        Err(_) => (None, base.exit_code, String::new(), String::new()),
     };
     let mut message = format!(
         "cancelled (spec.cancel): the program was stopped with SIGTERM; exit code {}",
@@ -325,6 +333,7 @@ fn cancelling(
     if !worker_msg.is_empty() {
         message = format!("{message}: {worker_msg}");
     }
+    message.push_str(&note);
     Facts {
         phase: Some(Phase::Failed),
         reason: Some(reasons::CANCELLED.to_owned()),
@@ -334,6 +343,18 @@ fn cancelling(
         completed_at: Some(obs.now.clone()),
         ..base
     }
+}
+
+/// Said of a result that is not UTF-8, whose status copy is lossy.
+fn binary_note(r: &TaskResult) -> String {
+    if r.is_text() {
+        return String::new();
+    }
+    format!(
+        "; the result is binary ({} bytes, not UTF-8): status.result shows it with invalid \
+         bytes as U+FFFD, the result ConfigMap holds it whole (binaryData.resultGzip)",
+        r.result.len()
+    )
 }
 
 /// Cancelled before the Job was created: nothing ran.

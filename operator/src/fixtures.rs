@@ -92,14 +92,21 @@ pub fn job(
 }
 
 pub fn cm(task_uid: &str, job_uid: &str, exit_code: i32, result: &str) -> ConfigMap {
+    cm_bytes(task_uid, job_uid, exit_code, result.as_bytes())
+}
+
+/// A result ConfigMap as the worker writes it (plain, gzip or omitted).
+pub fn cm_bytes(task_uid: &str, job_uid: &str, exit_code: i32, result: &[u8]) -> ConfigMap {
     let r = TaskResult {
-        result: result.into(),
+        result: result.to_vec(),
         exit_code,
         finished_at: "2024-01-01T00:00:00Z".into(),
         message: String::new(),
         result_size: result.len(),
         log_tail: String::new(),
+        omitted: false,
     };
+    let stored = r.to_stored();
     ConfigMap {
         metadata: ObjectMeta {
             name: Some("t-result".into()),
@@ -109,7 +116,8 @@ pub fn cm(task_uid: &str, job_uid: &str, exit_code: i32, result: &str) -> Config
             ])),
             ..ObjectMeta::default()
         },
-        data: Some(r.to_data()),
+        data: Some(stored.data),
+        binary_data: Some(stored.binary_data).filter(|b| !b.is_empty()),
         ..ConfigMap::default()
     }
 }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use crds::conditions::reasons;
 use crds::names::{self, labels};
 use crds::result::{TaskResult, keys as result_keys};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 
@@ -125,7 +126,12 @@ pub fn accept_result(
             "ConfigMap {name} holds progress only: the worker never wrote the final result"
         ));
     }
-    TaskResult::from_data(data).map_err(|e| format!("ConfigMap {name} is not a valid result: {e}"))
+    static NO_BINARY: BTreeMap<String, ByteString> = BTreeMap::new();
+    let binary = cm
+        .and_then(|c| c.binary_data.as_ref())
+        .unwrap_or(&NO_BINARY);
+    TaskResult::from_stored(data, binary)
+        .map_err(|e| format!("ConfigMap {name} is not a valid result: {e}"))
 }
 
 /// Why `cm` is not from this Task's current Job (forged or stale), or

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 
 use crds::conditions::{reasons, types};
 use crds::names::labels;
-use crds::result::{MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, keys};
+use crds::result::{
+    MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, encodings, gzip, keys,
+};
 use crds::{Phase, Task, TaskSpec, TaskStatus};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobCondition, JobSpec, JobStatus};
@@ -325,6 +327,7 @@ fn data() -> BoxedStrategy<BTreeMap<String, String>> {
         Just(keys::MESSAGE.to_owned()),
         Just(keys::RESULT_SIZE.to_owned()),
         Just(keys::LOG_TAIL.to_owned()),
+        Just(keys::RESULT_ENCODING.to_owned()),
         "progress|.{0,8}",
     ];
     let value = prop_oneof![
@@ -332,9 +335,11 @@ fn data() -> BoxedStrategy<BTreeMap<String, String>> {
         Just(i32::MIN.to_string()),
         Just(u64::MAX.to_string()),
         " 0 |NaN|0x1|1e3|",
+        Just(encodings::GZIP.to_owned()),
+        Just(encodings::OMITTED.to_owned()),
         text(),
     ];
-    btree_map(key, value, 0..8).boxed()
+    btree_map(key, value, 0..9).boxed()
 }
 
 fn config_map() -> BoxedStrategy<ConfigMap> {
@@ -354,7 +359,16 @@ fn config_map() -> BoxedStrategy<ConfigMap> {
             0..3,
         )),
         option::of(data()),
-        option::of(btree_map(".{0,8}", vec(any::<u8>(), 0..64), 0..3)),
+        option::of(btree_map(
+            prop_oneof![Just(keys::RESULT_GZIP.to_owned()), ".{0,8}"],
+            prop_oneof![
+                vec(any::<u8>(), 0..64),
+                text().prop_map(|t| gzip(t.as_bytes())),
+                // Bombs: inflate past the 1 MiB limit.
+                (1usize..5_000_000).prop_map(|n| gzip(&vec![0u8; n])),
+            ],
+            0..3,
+        )),
     )
         .prop_map(|(name, labels, data, binary)| ConfigMap {
             metadata: ObjectMeta {

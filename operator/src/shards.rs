@@ -75,13 +75,14 @@ pub fn collect(
         match observe::accept_result(cm, task_uid, job_uid) {
             Ok(r) => {
                 entry.exit_code = Some(r.exit_code);
+                let text = r.text();
                 if r.too_large() {
                     out.too_large.push(index);
-                } else if r.result.len() <= budget {
-                    budget -= r.result.len();
-                    entry.result = r.result;
+                } else if text.len() <= budget {
+                    budget -= text.len();
+                    entry.result = text;
                 } else {
-                    entry.result = truncate_utf8(&r.result, budget).to_owned();
+                    entry.result = truncate_utf8(&text, budget).to_owned();
                     budget -= entry.result.len();
                     out.truncated = true;
                 }

@@ -142,7 +142,8 @@ fn with_result_details(mut f: Facts, obs: &Observed<'_>, task_uid: &str) -> Fact
     };
     if let Ok(r) = observe::accept_result(obs.result, task_uid, job_uid) {
         if f.result.is_some() {
-            f.result_digest = Some(digest(r.result.as_bytes()));
+            // Over the raw bytes, as decoded: what the program wrote.
+            f.result_digest = Some(digest(&r.result));
         }
         if !r.log_tail.is_empty() {
             f.log_tail = Some(r.log_tail);
@@ -283,3 +284,7 @@ mod table_tests;
 #[cfg(test)]
 #[path = "status_progress_tests.rs"]
 mod progress_tests;
+
+#[cfg(test)]
+#[path = "status_size_tests.rs"]
+mod size_tests;

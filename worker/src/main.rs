@@ -147,6 +147,7 @@ async fn run_task(program: &[String]) -> i32 {
         message: truncate_utf8(&message, MAX_MESSAGE_BYTES).to_owned(),
         result_size,
         log_tail: outcome.log_tail.clone(),
+        omitted: false,
     };
     if let Ok(id) = &id {
         match report::write(api, id, &r, latest.as_ref()).await {

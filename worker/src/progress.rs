@@ -116,7 +116,13 @@ pub async fn tail(
             && due(st.last_write, now)
         {
             st.last_write = Some(now);
-            let cm = report::config_map(&id, r.to_data());
+            let cm = report::config_map(
+                &id,
+                crds::result::Stored {
+                    data: r.to_data(),
+                    ..Default::default()
+                },
+            );
             match report::apply_once(api, &cm).await {
                 Ok(()) => {
                     if st.failing {

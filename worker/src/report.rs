@@ -2,12 +2,13 @@
 //! server-side apply, fenced by the Task and Job UIDs in its labels.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
 use crds::names::{self, labels};
 use crds::progress::Report;
-use crds::result::{MAX_RESULT_BYTES, TaskResult};
+use crds::result::{MAX_RESULT_BYTES, Stored, TaskResult};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{Patch, PatchParams};
@@ -25,25 +26,34 @@ pub fn retry_delay(attempt: u32) -> Duration {
     Duration::from_secs((1u64 << attempt.saturating_sub(1).min(4)).min(10))
 }
 
-/// The result text and the size of the whole result: the result file if the
-/// program wrote one, else the tail of stdout. A note says when it was cut.
-pub fn read_result(file: &Path, stdout_tail: &[u8]) -> (String, usize, Option<String>) {
+/// The raw result and the size of the whole result: the result file if the
+/// program wrote one (any bytes, UTF-8 or not), else the tail of stdout.
+/// A note says when it was too large to keep.
+pub fn read_result(file: &Path, stdout_tail: &[u8]) -> (Vec<u8>, usize, Option<String>) {
+    let too_large = |size: u64| {
+        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        let note =
+            format!("the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES} bytes");
+        (Vec::new(), size, Some(note))
+    };
     match std::fs::metadata(file) {
-        Ok(m) if m.len() > MAX_RESULT_BYTES as u64 => {
-            let size = usize::try_from(m.len()).unwrap_or(usize::MAX);
-            let note = format!(
-                "the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES} bytes"
-            );
-            (String::new(), size, Some(note))
-        }
-        Ok(_) => match std::fs::read(file) {
-            Ok(bytes) => (
-                String::from_utf8_lossy(&bytes).into_owned(),
-                bytes.len(),
-                None,
-            ),
+        Ok(m) if m.len() > MAX_RESULT_BYTES as u64 => too_large(m.len()),
+        // Read at most one byte past the limit: the file may still grow.
+        Ok(_) => match std::fs::File::open(file).and_then(|f| {
+            let mut bytes = Vec::new();
+            f.take(MAX_RESULT_BYTES as u64 + 1)
+                .read_to_end(&mut bytes)?;
+            Ok(bytes)
+        }) {
+            Ok(bytes) if bytes.len() > MAX_RESULT_BYTES => {
+                too_large(std::fs::metadata(file).map_or(bytes.len() as u64, |m| m.len()))
+            }
+            Ok(bytes) => {
+                let size = bytes.len();
+                (bytes, size, None)
+            }
             Err(e) => (
-                String::new(),
+                Vec::new(),
                 0,
                 Some(format!("cannot read the result file: {e}")),
             ),
@@ -57,14 +67,15 @@ pub fn read_result(file: &Path, stdout_tail: &[u8]) -> (String, usize, Option<St
                 .count();
             let text = String::from_utf8_lossy(&stdout_tail[start..]).into_owned();
             let size = text.len();
-            (text, size, None)
+            (text.into_bytes(), size, None)
         }
     }
 }
 
-/// The ConfigMap holding `data` (a result and/or progress) for the Task
-/// and Job of `id`.
-pub fn config_map(id: &Identity, data: BTreeMap<String, String>) -> ConfigMap {
+/// The ConfigMap holding `stored` (a result and/or progress) for the Task
+/// and Job of `id`: the result in `data`, or gzip-compressed in
+/// `binaryData` (see `crds::result`).
+pub fn config_map(id: &Identity, stored: Stored) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(id.result_name()),
@@ -80,7 +91,8 @@ pub fn config_map(id: &Identity, data: BTreeMap<String, String>) -> ConfigMap {
             }]),
             ..ObjectMeta::default()
         },
-        data: Some(data),
+        data: Some(stored.data),
+        binary_data: Some(stored.binary_data).filter(|b| !b.is_empty()),
         ..ConfigMap::default()
     }
 }
@@ -152,11 +164,11 @@ pub async fn write(
         Some(a) => a,
         None => connect(id).await?,
     };
-    let mut data = r.to_data();
+    let mut stored = r.to_stored();
     if let Some(p) = progress {
-        data.extend(p.to_data());
+        stored.data.extend(p.to_data());
     }
-    let cm = config_map(id, data);
+    let cm = config_map(id, stored);
     let mut last = String::new();
     let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
     for attempt in 1.. {
@@ -190,9 +202,16 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lt-report-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("result");
-        assert_eq!(read_result(&f, b"tail\n"), ("tail\n".to_owned(), 5, None));
+        assert_eq!(read_result(&f, b"tail\n"), (b"tail\n".to_vec(), 5, None));
         std::fs::write(&f, b"42\n").unwrap();
-        assert_eq!(read_result(&f, b"tail\n"), ("42\n".to_owned(), 3, None));
+        assert_eq!(read_result(&f, b"tail\n"), (b"42\n".to_vec(), 3, None));
+        // Not UTF-8: kept byte for byte.
+        std::fs::write(&f, [0xFF, 0, b'x']).unwrap();
+        assert_eq!(read_result(&f, b""), (vec![0xFF, 0, b'x'], 3, None));
+        // Exactly the limit is kept whole.
+        std::fs::write(&f, vec![b'x'; MAX_RESULT_BYTES]).unwrap();
+        let (bytes, size, note) = read_result(&f, b"");
+        assert!(bytes.len() == MAX_RESULT_BYTES && size == MAX_RESULT_BYTES && note.is_none());
         std::fs::write(&f, vec![b'x'; MAX_RESULT_BYTES + 1]).unwrap();
         let (text, size, note) = read_result(&f, b"");
         assert!(text.is_empty() && size == MAX_RESULT_BYTES + 1 && note.is_some());
@@ -203,28 +222,33 @@ mod tests {
     fn tail_skips_a_cut_character() {
         let missing = Path::new("/nonexistent/longtask/result");
         let tail = [0xA9, b'o', b'k'];
-        assert_eq!(read_result(missing, &tail).0, "ok");
+        assert_eq!(read_result(missing, &tail).0, b"ok");
     }
 
-    #[test]
-    fn config_map_is_fenced_and_owned() {
-        let id = Identity {
+    fn identity() -> Identity {
+        Identity {
             task_name: "t".into(),
             task_uid: "tu".into(),
             namespace: "ns".into(),
             job_uid: "ju".into(),
             pod_name: "p".into(),
             shard: None,
-        };
+        }
+    }
+
+    #[test]
+    fn config_map_is_fenced_and_owned() {
+        let id = identity();
         let r = TaskResult {
-            result: "1".into(),
+            result: b"1".to_vec(),
             exit_code: 0,
             finished_at: "x".into(),
             message: String::new(),
             result_size: 1,
             log_tail: String::new(),
+            omitted: false,
         };
-        let cm = config_map(&id, r.to_data());
+        let cm = config_map(&id, r.to_stored());
         assert_eq!(cm.metadata.name.as_deref(), Some("t-result"));
         let l = cm.metadata.labels.unwrap();
         assert_eq!(
@@ -233,6 +257,27 @@ mod tests {
         );
         let o = &cm.metadata.owner_references.unwrap()[0];
         assert_eq!((o.uid.as_str(), o.controller), ("tu", None));
+        assert!(cm.binary_data.is_none());
         assert_eq!(cm.data.unwrap()[crds::result::keys::EXIT_CODE], "0");
+    }
+
+    #[test]
+    fn a_large_result_goes_to_binary_data() {
+        let id = identity();
+        let raw = vec![b'x'; MAX_RESULT_BYTES];
+        let r = TaskResult {
+            result_size: raw.len(),
+            result: raw,
+            exit_code: 0,
+            finished_at: "x".into(),
+            message: String::new(),
+            log_tail: String::new(),
+            omitted: false,
+        };
+        let cm = config_map(&id, r.to_stored());
+        let (data, bin) = (cm.data.unwrap(), cm.binary_data.unwrap());
+        assert!(!data.contains_key(crds::result::keys::RESULT));
+        let back = TaskResult::from_stored(&data, &bin).unwrap();
+        assert_eq!(back, r);
     }
 }
