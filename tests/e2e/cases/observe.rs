@@ -16,10 +16,10 @@ const MINUTE: Duration = Duration::from_secs(60);
 
 /// A program reporting 10 steps shows rising percents while it runs.
 pub async fn progress_rises(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    let script = r#"for i in 1 2 3 4 5 6 7 8 9 10; do sleep 1.5; echo "$i/10 step $i" >> "$LONGTASK_PROGRESS"; done; echo ok > "$LONGTASK_RESULT""#;
+    let script = r#"for i in 1 2 3 4 5 6 7 8 9 10; do sleep 2.5; echo "$i/10 step $i" >> "$LONGTASK_PROGRESS"; done; echo ok > "$LONGTASK_RESULT""#;
     ns.apply(&sh_task("steps", script, ""))?;
     let api = tasks(&ns.client, &ns.name);
-    let deadline = Instant::now() + MINUTE;
+    let deadline = Instant::now() + 2 * MINUTE;
     let mut seen: Vec<i64> = Vec::new();
     let mut eta = false;
     let mut table = String::new();
