@@ -121,13 +121,20 @@ impl Cluster {
         let manifests = root().join("manifests");
         self.kubectl
             .run(&["apply", "--server-side", "-k", manifests.to_str().unwrap()])?;
+        self.wait_operator("120s")
+    }
+
+    /// Waits (`kubectl rollout status`, up to `timeout`, e.g. "60s") until
+    /// the operator Deployment has rolled out.
+    pub fn wait_operator(&self, timeout: &str) -> Result<()> {
+        let timeout = format!("--timeout={timeout}");
         self.kubectl.run(&[
             "-n",
             SYSTEM_NS,
             "rollout",
             "status",
             "deployment/longtask-operator",
-            "--timeout=120s",
+            &timeout,
         ])?;
         Ok(())
     }

@@ -2,16 +2,12 @@
 //! resume, the operator does not crash-loop (a replica may restart once), every Task ends exactly once
 //! with its result, and each had exactly one Job.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
-use futures::StreamExt;
-use k8s_openapi::api::batch::v1::Job;
-use kube::api::Api;
-use kube::runtime::watcher;
+use longtask_e2e::jobs::JobLog;
 use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, root, sh_task, tasks, wait};
 
 fn restart_apiserver(c: &Cluster, kill: bool) -> Result<()> {
@@ -51,21 +47,7 @@ fn operator_restarts(c: &Cluster) -> Result<u64> {
 pub async fn apiserver_restarted(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     const N: usize = 6;
     let restarts_before = operator_restarts(&c)?;
-    let seen: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>> = Arc::default();
-    let jobs: Api<Job> = Api::namespaced(ns.client.clone(), &ns.name);
-    let recorder = {
-        let seen = seen.clone();
-        tokio::spawn(async move {
-            let mut stream = watcher(jobs, watcher::Config::default()).boxed();
-            while let Some(ev) = stream.next().await {
-                if let Ok(watcher::Event::Apply(j) | watcher::Event::InitApply(j)) = ev
-                    && let (Some(n), Some(u)) = (j.metadata.name, j.metadata.uid)
-                {
-                    seen.lock().unwrap().entry(n).or_default().insert(u);
-                }
-            }
-        })
-    };
+    let log = JobLog::start(&ns.client, &ns.name);
     // Tasks that outlast both restarts, and one that ends between them.
     let docs: Vec<String> = (0..N)
         .map(|i| {
@@ -103,10 +85,8 @@ pub async fn apiserver_restarted(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
             t["status"]
         );
     }
-    recorder.abort();
-    for (name, uids) in seen.lock().unwrap().iter() {
-        ensure!(uids.len() == 1, "{name} had {} Jobs: {uids:?}", uids.len());
-    }
+    let names: Vec<String> = (0..N).map(|i| format!("steady-{i}")).collect();
+    log.one_each(names.iter().map(String::as_str))?;
     // A leader that cannot renew its Lease while the API server is away
     // steps down by exiting (as client-go's leader election does), so each
     // replica may restart once; more than that is a crash loop.
@@ -116,13 +96,6 @@ pub async fn apiserver_restarted(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         restarts <= 2,
         "operator containers restarted {restarts} times: a crash loop"
     );
-    c.kubectl.run(&[
-        "-n",
-        SYSTEM_NS,
-        "rollout",
-        "status",
-        "deployment/longtask-operator",
-        "--timeout=60s",
-    ])?;
+    c.wait_operator("60s")?;
     Ok(())
 }

@@ -107,13 +107,6 @@ pub async fn result_deleted_unread(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         "status: {st}"
     );
     log.one_each(["unread"])?;
-    c.kubectl.run(&[
-        "-n",
-        SYSTEM_NS,
-        "rollout",
-        "status",
-        "deployment/longtask-operator",
-        "--timeout=60s",
-    ])?;
+    c.wait_operator("60s")?;
     Ok(())
 }

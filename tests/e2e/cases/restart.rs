@@ -1,39 +1,17 @@
 //! Restart safety: the operator pod is deleted while Tasks run; every Task
 //! still completes, and each had exactly one Job (one Job UID) in its life.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Result, ensure};
-use futures::StreamExt;
-use k8s_openapi::api::batch::v1::Job;
-use kube::api::Api;
-use kube::runtime::watcher;
+use longtask_e2e::jobs::JobLog;
 use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, sh_task, tasks, wait};
 
 pub async fn restart_safe(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     const N: usize = 6;
     // Every Job the cluster ever shows in this namespace, by name.
-    let seen: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>> = Arc::default();
-    let jobs: Api<Job> = Api::namespaced(ns.client.clone(), &ns.name);
-    let recorder = {
-        let seen = seen.clone();
-        tokio::spawn(async move {
-            let mut stream = watcher(jobs, watcher::Config::default()).boxed();
-            while let Some(ev) = stream.next().await {
-                let objs = match ev {
-                    Ok(watcher::Event::Apply(j)) | Ok(watcher::Event::InitApply(j)) => vec![j],
-                    _ => vec![],
-                };
-                for j in objs {
-                    if let (Some(n), Some(u)) = (j.metadata.name, j.metadata.uid) {
-                        seen.lock().unwrap().entry(n).or_default().insert(u);
-                    }
-                }
-            }
-        })
-    };
+    let log = JobLog::start(&ns.client, &ns.name);
     let docs: Vec<String> = (0..N)
         .map(|i| {
             sh_task(
@@ -88,16 +66,7 @@ pub async fn restart_safe(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
             t["status"]
         );
     }
-    recorder.abort();
-    let seen = seen.lock().unwrap().clone();
-    for i in 0..N {
-        let name = format!("survivor-{i}");
-        let uids = seen.get(&name).cloned().unwrap_or_default();
-        ensure!(
-            uids.len() == 1,
-            "{name} had {} Jobs in its life: {uids:?}",
-            uids.len()
-        );
-    }
+    let names: Vec<String> = (0..N).map(|i| format!("survivor-{i}")).collect();
+    log.one_each(names.iter().map(String::as_str))?;
     Ok(())
 }

@@ -90,14 +90,7 @@ fn set_worker_image(c: &Cluster, image: &str) -> Result<()> {
         "deployment/longtask-operator",
         &format!("LONGTASK_WORKER_IMAGE={image}"),
     ])?;
-    c.kubectl.run(&[
-        "-n",
-        SYSTEM_NS,
-        "rollout",
-        "status",
-        "deployment/longtask-operator",
-        "--timeout=120s",
-    ])?;
+    c.wait_operator("120s")?;
     Ok(())
 }
 
