@@ -59,6 +59,13 @@ pub mod labels {
 
 /// Annotations the operator reads.
 pub mod annotations {
+    /// On a result ConfigMap: the name of the pod whose worker wrote it. The
+    /// admission policy `longtask-worker-results` makes every worker write
+    /// set it to the pod its bound token names, and `longtask-result-stamps`
+    /// keeps anyone else from setting or changing it.
+    pub const WRITER_POD: &str = "longtask.dev/writer-pod";
+    /// On a result ConfigMap: the UID of that pod (from the same token).
+    pub const WRITER_POD_UID: &str = "longtask.dev/writer-pod-uid";
     /// On a Namespace: at most this many of its Tasks have a Job at once.
     pub const MAX_ACTIVE_TASKS: &str = "longtask.dev/max-active-tasks";
     /// On an Indexed Job's pods (set by the Job controller): the completion index.
@@ -75,6 +82,8 @@ pub mod env {
     pub const NAMESPACE: &str = "LONGTASK_NAMESPACE";
     /// Pod name (downward API `metadata.name`).
     pub const POD_NAME: &str = "LONGTASK_POD_NAME";
+    /// Pod UID (downward API `metadata.uid`): the worker stamps its writes with it.
+    pub const POD_UID: &str = "LONGTASK_POD_UID";
     /// Job UID (downward API `metadata.labels['batch.kubernetes.io/controller-uid']`).
     pub const JOB_UID: &str = "LONGTASK_JOB_UID";
     /// Shard index, 0-based (downward API of the Job's completion index, or "0").

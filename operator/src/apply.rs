@@ -199,9 +199,41 @@ pub async fn list_pods(
         .filter(|p| {
             p.owner_references()
                 .iter()
-                .any(|o| Some(o.uid.as_str()) == job_uid)
+                .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == job_uid)
         })
         .collect())
+}
+
+/// The Task `name` as stored (the cache holds terminal Tasks slimmed).
+pub async fn get_task(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Task>, ApplyError> {
+    let api: Api<Task> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApplyError::GetTask {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// The pod `name`, if it exists.
+pub async fn get_pod(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Pod>, ApplyError> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApplyError::GetPod {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
 }
 
 /// The result ConfigMap `name`, if it exists.

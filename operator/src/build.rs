@@ -151,6 +151,7 @@ fn identity_env(id: &Identity<'_>) -> Vec<EnvVar> {
         plain(env::TASK_UID, id.uid),
         field(env::NAMESPACE, "metadata.namespace".to_owned()),
         field(env::POD_NAME, "metadata.name".to_owned()),
+        field(env::POD_UID, "metadata.uid".to_owned()),
         field(
             env::JOB_UID,
             format!("metadata.labels['{}']", labels::JOB_CONTROLLER_UID),

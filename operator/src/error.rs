@@ -74,6 +74,20 @@ pub enum ApplyError {
         #[source]
         source: CallError,
     },
+    #[error("cannot get Task {namespace}/{name}: {source}")]
+    GetTask {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get pod {namespace}/{name}: {source}")]
+    GetPod {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
     #[error("cannot get result ConfigMap {namespace}/{name}: {source}")]
     GetResult {
         namespace: String,
@@ -116,6 +130,8 @@ impl ApplyError {
             | Self::GetNamespace { source, .. }
             | Self::ListResults { source, .. }
             | Self::GetResult { source, .. }
+            | Self::GetPod { source, .. }
+            | Self::GetTask { source, .. }
             | Self::ApplyServiceAccount { source, .. }
             | Self::ApplyRoleBinding { source, .. }
             | Self::PatchStatus { source, .. } => source,
@@ -134,6 +150,8 @@ impl ApplyError {
             Self::GetNamespace { .. } => "get_namespace",
             Self::ListResults { .. } => "list_results",
             Self::GetResult { .. } => "get_result",
+            Self::GetPod { .. } => "get_pod",
+            Self::GetTask { .. } => "get_task",
             Self::ApplyServiceAccount { .. } => "apply_service_account",
             Self::ApplyRoleBinding { .. } => "apply_role_binding",
             Self::PatchStatus { .. } => "patch_status",

@@ -6,6 +6,7 @@ use crds::result::TaskResult;
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 
 use crate::observe::{self, Finish};
 use crate::progress;
@@ -93,7 +94,10 @@ pub fn lost(
         completed_at,
         ..carry(prev)
     };
-    match observe::accept_result(obs.result, task_uid, job_uid) {
+    if task.spec.is_sharded() {
+        return crate::shards::lost(task, obs, task_uid, job_uid, &how, base);
+    }
+    match obs.accept_result(task_uid, job_uid) {
         Ok(r) if r.too_large() => Facts {
             phase: Some(Phase::Failed),
             reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
@@ -112,18 +116,23 @@ pub fn lost(
             result: Some(r.text()),
             ..base
         },
-        Ok(r) => Facts {
-            phase: Some(Phase::Failed),
-            reason: Some(reasons::JOB_FAILED.to_owned()),
-            message: Some(format!(
-                "the program exited with code {}; its Job {job} {how} before its final state was read{}",
-                r.exit_code,
-                binary_note(&r)
-            )),
-            exit_code: Some(r.exit_code),
-            result: Some(r.text()),
-            ..base
-        },
+        Ok(r) => {
+            // The Job's own verdict is gone with it; what is left (the
+            // last attempt's result, the spec, the start time) still tells
+            // how it ended, the same whenever the operator looks.
+            let (reason, why) = lost_failure(task, prev, &r);
+            Facts {
+                phase: Some(Phase::Failed),
+                reason: Some(reason.to_owned()),
+                message: Some(format!(
+                    "{why}; its Job {job} {how} before its final state was read{}",
+                    binary_note(&r)
+                )),
+                exit_code: Some(r.exit_code),
+                result: Some(r.text()),
+                ..base
+            }
+        }
         Err(_) => Facts {
             phase: Some(Phase::Failed),
             reason: Some(reasons::JOB_LOST.to_owned()),
@@ -133,6 +142,40 @@ pub fn lost(
             ..base
         },
     }
+}
+
+/// Why a Task whose Job vanished failed, from its last attempt's result: a
+/// Job whose last pod failed ended by its deadline (the program was killed
+/// once `spec.timeoutSeconds` had passed since the start) or else by running
+/// out of retries.
+fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (&'static str, String) {
+    let code = observe::describe_exit(Some(r.exit_code));
+    let killed = matches!(r.exit_code, 137 | 143);
+    let ran = match (&prev.started_at, r.finished_at.parse::<Timestamp>()) {
+        (Some(start), Ok(end)) => Some(end.as_second() - start.0.as_second()),
+        _ => None,
+    };
+    if let (Some(limit), Some(ran)) = (task.spec.timeout_seconds, ran)
+        && killed
+        && ran + 1 >= limit
+    {
+        return (
+            reasons::DEADLINE_EXCEEDED,
+            format!(
+                "the Task ran longer than spec.timeoutSeconds ({limit}s) and was stopped; last \
+                 exit code {code}"
+            ),
+        );
+    }
+    (
+        reasons::BACKOFF_LIMIT_EXCEEDED,
+        format!(
+            "the program failed on its last attempt (spec.retries: {}; attempts seen: {}); last \
+             exit code {code}",
+            task.spec.retries,
+            prev.attempts.unwrap_or(1).max(1)
+        ),
+    )
 }
 
 pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
@@ -168,10 +211,10 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             .or_else(|| prev.progress.clone()),
         ..Facts::default()
     };
-    let accepted = observe::accept_result(obs.result, task_uid, &job_uid);
+    let accepted = obs.accept_result(task_uid, &job_uid);
     let Some(finish) = finish else {
         if task.spec.cancel {
-            return cancelling(job, obs, accepted, base);
+            return cancelling(prev, job, obs, accepted, base);
         }
         let waiting = newest.and_then(observe::waiting);
         let mut wake_in = None;
@@ -264,7 +307,14 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         ),
         Err(_) => (None, String::new(), base.exit_code),
     };
-    let code = observe::describe_exit(exit_code);
+    let mut code = observe::describe_exit(exit_code);
+    if accepted.is_err()
+        && let Some(note) = observe::termination_note(obs.pods)
+    {
+        // The program never ran (or the runtime killed it): say what the
+        // runtime said, not only "128".
+        code = format!("{code} ({note})");
+    }
     let mut message = match reason {
         reasons::DEADLINE_EXCEEDED => format!(
             "the Task ran longer than spec.timeoutSeconds ({}s) and was stopped; last exit code {code}",
@@ -300,16 +350,24 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
 /// and its pods are gone, then Failed Cancelled with whatever result the
 /// worker wrote after the program got SIGTERM.
 fn cancelling(
+    prev: &TaskStatus,
     job: &Job,
     obs: &Observed<'_>,
     accepted: Result<TaskResult, String>,
     base: Facts,
 ) -> Facts {
+    // The pod was still waiting to start when the Job was suspended: the
+    // last status said why it waited (kept while the cancel goes on).
+    let waited = prev
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crds::conditions::types::WAITING && c.status == "True");
     let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
     if !suspended || observe::live_pods(obs.pods) > 0 {
         return Facts {
             phase: Some(Phase::Running),
             message: Some("cancelling: the Job is suspended and its pod gets SIGTERM".to_owned()),
+            waiting: waited.map(|w| (w.reason.clone(), w.message.clone())),
             ..base
         };
     }
@@ -323,13 +381,24 @@ fn cancelling(
         Ok(r) => (None, Some(r.exit_code), r.message, String::new()),
         Err(_) => (None, base.exit_code, String::new(), String::new()),
     };
-    let mut message = format!(
-        "cancelled (spec.cancel): the program was stopped with SIGTERM; exit code {}",
-        observe::describe_exit(exit_code)
-    );
-    if result.is_none() {
-        message.push_str("; it wrote no result");
-    }
+    // No exit code and no result from a pod that was waiting: it never ran.
+    let mut message = match waited {
+        Some(w) if exit_code.is_none() && result.is_none() => format!(
+            "cancelled (spec.cancel) before the program started: its pod never ran (it was \
+             waiting: {}: {}); nothing ran",
+            w.reason, w.message
+        ),
+        _ => {
+            let mut m = format!(
+                "cancelled (spec.cancel): the program was stopped with SIGTERM; exit code {}",
+                observe::describe_exit(exit_code)
+            );
+            if result.is_none() {
+                m.push_str("; it wrote no result");
+            }
+            m
+        }
+    };
     if !worker_msg.is_empty() {
         message = format!("{message}: {worker_msg}");
     }

@@ -114,6 +114,16 @@ pub fn cm_bytes(task_uid: &str, job_uid: &str, exit_code: i32, result: &[u8]) ->
                 (labels::TASK_UID.to_owned(), task_uid.to_owned()),
                 (labels::JOB_UID.to_owned(), job_uid.to_owned()),
             ])),
+            annotations: Some(BTreeMap::from([
+                (
+                    crds::names::annotations::WRITER_POD.to_owned(),
+                    "t-abcde".to_owned(),
+                ),
+                (
+                    crds::names::annotations::WRITER_POD_UID.to_owned(),
+                    "pod-uid".to_owned(),
+                ),
+            ])),
             ..ObjectMeta::default()
         },
         data: Some(stored.data),
@@ -192,6 +202,7 @@ pub fn obs<'a>(
     Observed {
         job,
         result,
+        refused: None,
         pods,
         shard_results: &[],
         now: at(500),

@@ -26,6 +26,7 @@ mod shards;
 mod status;
 mod triggers;
 mod validate;
+mod writers;
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -361,7 +362,15 @@ fn slim_task(t: &mut Task) {
     if t.is_terminal()
         && let Some(s) = t.status.take()
     {
+        // Conditions are kept only when they disagree with the phase, so
+        // the reconciler sees that it must set them right.
+        let conditions = if status::conditions_agree(&s) {
+            Vec::new()
+        } else {
+            s.conditions
+        };
         t.status = Some(crds::TaskStatus {
+            conditions,
             phase: s.phase,
             reason: s.reason,
             job_name: s.job_name,

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use crds::conditions::reasons;
-use crds::names::{self, labels};
+use crds::names::{self, annotations, labels};
 use crds::result::{TaskResult, keys as result_keys};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
@@ -109,6 +109,14 @@ pub fn fenced<'a>(
             ));
         }
     }
+    if stamp(cm).is_none() {
+        return Err(format!(
+            "ConfigMap {name} carries no writer stamp (annotations {} and {}): no longtask \
+             worker wrote it; it was ignored",
+            annotations::WRITER_POD,
+            annotations::WRITER_POD_UID
+        ));
+    }
     Ok(cm.data.as_ref().unwrap_or(&EMPTY))
 }
 
@@ -144,6 +152,160 @@ pub fn foreign(cm: &ConfigMap, task_uid: &str, job_uid: &str) -> Option<String> 
         return None;
     }
     accept_result(Some(cm), task_uid, job_uid).err()
+}
+
+/// The pod a result ConfigMap says wrote it (set by every worker write,
+/// enforced by the admission policies).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub pod: String,
+    pub pod_uid: String,
+}
+
+/// The writer stamp of `cm`, if it has a complete one.
+pub fn stamp(cm: &ConfigMap) -> Option<Stamp> {
+    let a = cm.metadata.annotations.as_ref()?;
+    let get = |k: &str| a.get(k).filter(|v| !v.is_empty()).cloned();
+    Some(Stamp {
+        pod: get(annotations::WRITER_POD)?,
+        pod_uid: get(annotations::WRITER_POD_UID)?,
+    })
+}
+
+/// What the reconciler found of the pod a result's stamp names.
+#[derive(Clone, Copy, Debug)]
+pub enum WriterPod<'a> {
+    /// The pod exists (it may belong to anyone).
+    Found(&'a Pod),
+    /// No pod of that name exists any more; `rival` is true when another
+    /// Job exists whose pods could carry a name like it.
+    Gone { rival: bool },
+}
+
+/// What the Job controller names the pods of Job `job` (shard `shard` of an
+/// Indexed Job) before their 5 random characters: `<job>-` or
+/// `<job>-<shard>-`, cut to 58 characters keeping the index part. The bool
+/// is true when the name had to be cut (then other Jobs' pods may share it).
+pub fn pod_prefix(job: &str, shard: Option<u32>) -> (String, bool) {
+    const MAX_PREFIX: usize = 58;
+    let suffix = shard.map_or("-".to_owned(), |i| format!("-{i}-"));
+    if job.len() + suffix.len() <= MAX_PREFIX {
+        return (format!("{job}{suffix}"), false);
+    }
+    let keep = MAX_PREFIX.saturating_sub(suffix.len());
+    let mut end = keep.min(job.len());
+    while !job.is_char_boundary(end) {
+        end -= 1;
+    }
+    (format!("{}{suffix}", &job[..end]), true)
+}
+
+/// The other Job whose pods are named like the pods of Job `job` (shard
+/// `shard`): for a plain Job `a-3`, shard 3 of Indexed Job `a`; for shard 3
+/// of `a`, the plain Job `a-3`.
+pub fn rival_job(job: &str, shard: Option<u32>) -> Option<String> {
+    match shard {
+        Some(i) => Some(format!("{job}-{i}")),
+        None => {
+            let (base, index) = job.rsplit_once('-')?;
+            let digits = !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit());
+            (digits && !base.is_empty()).then(|| base.to_owned())
+        }
+    }
+}
+
+/// Accepts a result ConfigMap only if the pod its stamp names is (or, when
+/// it is gone, can only have been) a pod of the Job `job` with UID
+/// `job_uid`, running shard `shard`. Says why not otherwise.
+pub fn check_writer(
+    cm: &ConfigMap,
+    writer: WriterPod<'_>,
+    job: &str,
+    job_uid: &str,
+    shard: Option<u32>,
+) -> Result<(), String> {
+    let name = cm.metadata.name.as_deref().unwrap_or("?");
+    let Some(st) = stamp(cm) else {
+        return Err(format!(
+            "ConfigMap {name} carries no writer stamp: no longtask worker wrote it"
+        ));
+    };
+    let (prefix, cut) = pod_prefix(job, shard);
+    let refuse = |why: String| {
+        Err(format!(
+            "ConfigMap {name} was written by pod {}, {why}; it was ignored",
+            st.pod
+        ))
+    };
+    match writer {
+        WriterPod::Found(pod) => {
+            if pod.metadata.uid.as_deref() != Some(st.pod_uid.as_str()) {
+                return refuse(format!(
+                    "but the pod of that name now has UID {}, not the stamped {}, and is not \
+                     the writer",
+                    pod.metadata.uid.as_deref().unwrap_or("<none>"),
+                    st.pod_uid
+                ));
+            }
+            let controller = pod
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .find(|o| o.controller == Some(true));
+            match controller {
+                Some(o) if o.kind == "Job" && o.uid == job_uid => {}
+                Some(o) => {
+                    return refuse(format!(
+                        "a pod of {} {} (UID {}), not of this Task's Job {job} (UID {job_uid})",
+                        o.kind, o.name, o.uid
+                    ));
+                }
+                None => {
+                    return refuse(format!(
+                        "a pod no Job controls, not one of this Task's Job {job} (UID {job_uid})"
+                    ));
+                }
+            }
+            if let Some(i) = shard {
+                let index = pod
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(annotations::JOB_COMPLETION_INDEX));
+                if index.map(String::as_str) != Some(i.to_string().as_str()) {
+                    return refuse(format!(
+                        "which ran shard {}, not shard {i}",
+                        index.map_or("<none>", String::as_str)
+                    ));
+                }
+            }
+            Ok(())
+        }
+        WriterPod::Gone { rival } => {
+            let shaped = st.pod.len() == prefix.len() + 5 && st.pod.starts_with(&prefix);
+            if !shaped {
+                return refuse(format!(
+                    "which is not named like a pod of this Task's Job {job} ({prefix}<5 characters>)"
+                ));
+            }
+            if cut || rival {
+                let whose = if cut {
+                    "its name was cut to 58 characters and may belong to another Job".to_owned()
+                } else {
+                    format!(
+                        "Job {} has pods named like it",
+                        rival_job(job, shard).unwrap_or_default()
+                    )
+                };
+                return refuse(format!(
+                    "which no longer exists, so it cannot be shown to be a pod of this Task's \
+                     Job {job} ({whose})"
+                ));
+            }
+            Ok(())
+        }
+    }
 }
 
 /// The newest pod (by creation time, then name).
@@ -200,6 +362,47 @@ pub fn describe_exit(code: Option<i32>) -> String {
         _ => return c.to_string(),
     };
     format!("{c} (killed by {name})")
+}
+
+/// What the container runtime said of the newest terminated pod's worker
+/// container when that is more than an exit code: "StartError: <message>"
+/// for a program that could not start, "OOMKilled", and the like.
+pub fn termination_note(pods: &[Pod]) -> Option<String> {
+    let newest = pods
+        .iter()
+        .filter(|p| exit_code(p).is_some())
+        .max_by_key(|p| {
+            (
+                p.metadata.creation_timestamp.clone(),
+                p.metadata.name.clone(),
+            )
+        })?;
+    let t = newest
+        .status
+        .as_ref()?
+        .container_statuses
+        .as_ref()?
+        .iter()
+        .find(|c| c.name == names::WORKER_CONTAINER)?
+        .state
+        .as_ref()?
+        .terminated
+        .as_ref()?;
+    let reason = t
+        .reason
+        .as_deref()
+        .filter(|r| !matches!(*r, "Error" | "Completed" | ""));
+    let message = t
+        .message
+        .as_deref()
+        .map(str::trim)
+        .filter(|m| !m.is_empty());
+    let note = match (reason, message) {
+        (None, _) => return None,
+        (Some(r), None) => r.to_owned(),
+        (Some(r), Some(m)) => format!("{r}: {}", crds::result::truncate_utf8(m, 512)),
+    };
+    Some(note)
 }
 
 /// Exit code of the newest pod that has terminated.

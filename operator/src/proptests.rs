@@ -534,6 +534,7 @@ proptest! {
         let obs = Observed {
             job: j.as_ref(),
             result: r.as_ref(),
+            refused: None,
             pods: &pods,
             shard_results: &shard_cms,
             now: at(500),

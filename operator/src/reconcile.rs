@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use crds::result::config_map_name;
 use crds::{Task, TaskStatus};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -18,7 +20,7 @@ use crate::context::Context;
 use crate::error::Error;
 use crate::observe::{self, Ownership};
 use crate::status::{self, Next, Observed};
-use crate::{apply, build, events, samples, validate};
+use crate::{apply, build, events, samples, validate, writers};
 
 /// Safety-net retry after a status patch lost to a newer Task (whose watch
 /// event reconciles it again at once).
@@ -54,12 +56,24 @@ pub fn error_policy(task: Arc<Task>, err: &Error, ctx: Arc<Context>) -> Action {
 }
 
 async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
+    let now = Time(Timestamp::now());
     if task.is_terminal() {
+        // Nothing more happens to it, but its conditions always follow its
+        // phase: a hand-edited status must not leave `kubectl wait` hanging.
+        // The cache keeps a terminal Task's conditions only when they
+        // disagree; the whole Task is read to set them right.
+        if !status::conditions_agree(task.status.as_ref().unwrap_or(&TaskStatus::default())) {
+            let id = build::identity(task)?;
+            if let Some(full) = apply::get_task(ctx, id.namespace, id.name).await?
+                && let Some(settled) = status::settled(&full, now)
+            {
+                write(ctx, &full, settled).await?;
+            }
+        }
         debug!("terminal; nothing to do");
         return Ok(Action::await_change());
     }
     let id = build::identity(task)?;
-    let now = Time(Timestamp::now());
     if let Err(message) = validate::validate(task) {
         let desired = status::invalid(task, message, now);
         let written = write(ctx, task, desired.status).await?;
@@ -67,16 +81,19 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     }
 
     let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    // A Task that never had a Job may start; one whose name another
+    // Task's Job held starts once that Job is gone.
+    let startable = recorded.is_none() && !task.spec.cancel;
     // A Task that never had a Job and may start now: create it at once
     // (AlreadyExists returns the one there) rather than look first; under a
     // cap, or while another Task's Job holds the name, look first.
-    let fresh = recorded.is_none() && !task.spec.cancel && !status::is_blocked(task);
+    let fresh = startable && !status::is_blocked(task);
     let mut job = if fresh && !admit::capped(ctx, id.namespace).await? {
         None
     } else {
         apply::get_job(ctx, id.namespace, id.name).await?
     };
-    if job.is_none() && fresh {
+    if job.is_none() && startable {
         match admit::start(ctx, task).await? {
             Admission::Started(j) => job = Some(*j),
             Admission::Wait(w) => {
@@ -97,40 +114,13 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         Some(j) if !untouched => apply::list_pods(ctx, id.namespace, id.uid, j).await?,
         _ => Vec::new(),
     };
-    let sharded = task.spec.is_sharded();
-    let progress_only = !status::wants_final_result(task, job.as_ref());
-    let result =
-        if !sharded && status::wants_result(task, job.as_ref()) && !(untouched && progress_only) {
-            apply::get_result(ctx, id.namespace, &config_map_name(id.name)).await?
-        } else {
-            None
-        };
-    if let (Some(cm), Some(j)) = (result.as_ref(), ours)
-        && status::wants_final_result(task, job.as_ref())
-        && let Some(why) =
-            observe::foreign(cm, id.uid, j.metadata.uid.as_deref().unwrap_or_default())
-    {
-        // Forged or stale: never accepted; say so where people look.
-        warn!(configmap = %cm.name_any(), %why, "ignoring a result that is not this Task's current Job's");
-        let note = events::Note {
-            warning: true,
-            reason: events::reason::FOREIGN_RESULT,
-            action: "ReadResult",
-            message: why,
-        };
-        apply::publish(ctx, task, &note).await;
-    }
-    let shard_results = match ours {
-        Some(j) if sharded && observe::finish(j).is_some() => {
-            apply::list_shard_results(ctx, id.namespace, id.name, id.uid).await?
-        }
-        _ => Vec::new(),
-    };
+    let results = read_results(ctx, task, &id, job.as_ref(), ours, untouched, &pods).await?;
     let observed = Observed {
         job: job.as_ref(),
-        result: result.as_ref(),
+        result: results.result.as_ref(),
+        refused: results.refused.clone(),
         pods: &pods,
-        shard_results: &shard_results,
+        shard_results: &results.shards,
         now,
     };
     let desired = status::desired(task, &observed);
@@ -144,6 +134,95 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     }
     let written = write(ctx, task, desired.status).await?;
     Ok(action(ctx, desired.next, written))
+}
+
+/// The result ConfigMaps read for one reconcile, those not to be trusted
+/// already set apart.
+struct Results {
+    /// `<task>-result`: for progress while the Job runs, for the result
+    /// once it ended (then only if its writer checked out).
+    result: Option<ConfigMap>,
+    /// Why `<task>-result` was not accepted as this Job's result.
+    refused: Option<String>,
+    /// The shards' results that checked out (sharded Tasks whose Job ended
+    /// or vanished).
+    shards: Vec<ConfigMap>,
+}
+
+/// Reads what the status needs of the result ConfigMaps, and checks that a
+/// final result was written by a pod of the Task's Job (its current one,
+/// or the one recorded when it vanished). A result that fails the check is
+/// never accepted; a Warning Event says why.
+async fn read_results(
+    ctx: &Context,
+    task: &Task,
+    id: &build::Identity<'_>,
+    job: Option<&Job>,
+    ours: Option<&Job>,
+    untouched: bool,
+    pods: &[Pod],
+) -> Result<Results, Error> {
+    let mut out = Results {
+        result: None,
+        refused: None,
+        shards: Vec::new(),
+    };
+    let sharded = task.spec.is_sharded();
+    let final_read = status::wants_final_result(task, job);
+    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    // The Job whose pods may have written the final result.
+    let fence_uid = match ours {
+        Some(j) => j.metadata.uid.as_deref(),
+        None => recorded,
+    };
+    if !sharded && status::wants_result(task, job) && (final_read || !untouched) {
+        out.result = apply::get_result(ctx, id.namespace, &config_map_name(id.name)).await?;
+    }
+    let ended = ours.is_none_or(|j| observe::finish(j).is_some());
+    let want_shards = sharded && fence_uid.is_some() && (ended && final_read);
+    let shard_cms = if want_shards {
+        apply::list_shard_results(ctx, id.namespace, id.name, id.uid).await?
+    } else {
+        Vec::new()
+    };
+    let (Some(job_uid), true) = (fence_uid, final_read) else {
+        return Ok(out);
+    };
+    let fence = writers::Fence {
+        namespace: id.namespace,
+        job: id.name,
+        task_uid: id.uid,
+        job_uid,
+        pods,
+    };
+    let mut refusals = Vec::new();
+    if let Some(cm) = out.result.as_ref()
+        && let Err(why) = writers::vet(ctx, &fence, cm, None).await?
+    {
+        refusals.push(why.clone());
+        out.refused = Some(why);
+    }
+    if !shard_cms.is_empty() {
+        let (kept, refused) = writers::vet_shards(ctx, &fence, shard_cms).await?;
+        out.shards = kept;
+        refusals.extend(refused);
+    }
+    if let Some(first) = refusals.first() {
+        // Forged or stale: never accepted; say so where people look.
+        warn!(refused = refusals.len(), why = %first, "ignoring results that are not this Task's current Job's");
+        let more = match refusals.len() {
+            1 => String::new(),
+            n => format!(" (and {} more result ConfigMaps)", n - 1),
+        };
+        let note = events::Note {
+            warning: true,
+            reason: events::reason::FOREIGN_RESULT,
+            action: "ReadResult",
+            message: format!("{first}{more}"),
+        };
+        apply::publish(ctx, task, &note).await;
+    }
+    Ok(out)
 }
 
 /// Patches the status unless only timestamps would change, then publishes

@@ -110,6 +110,7 @@ fn list(indexes: &[i32]) -> String {
 pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
     let single = Observed {
         result: None,
+        refused: None,
         now: obs.now.clone(),
         ..*obs
     };
@@ -187,6 +188,90 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             with(Phase::Failed, reason, message, facts)
         }
     }
+}
+
+/// A sharded Task whose Indexed Job vanished (e.g. removed by
+/// `ttlSecondsAfterFinished` before it was read) or was replaced: finish
+/// from the shard results its pods left, as for a single result.
+pub fn lost(
+    task: &Task,
+    obs: &Observed<'_>,
+    task_uid: &str,
+    job_uid: &str,
+    how: &str,
+    base: Facts,
+) -> Facts {
+    let name = task.metadata.name.as_deref().unwrap_or_default();
+    let shards = task.spec.shards;
+    let c = collect(obs.shard_results, name, task_uid, job_uid, shards);
+    let done = shards - i32::try_from(c.missing.len()).unwrap_or(shards);
+    let with = |phase, reason: &str, message: String, exit_code: Option<i32>| Facts {
+        phase: Some(phase),
+        reason: Some(reason.to_owned()),
+        message: Some(message),
+        exit_code,
+        result: None,
+        shards: Some(ShardCounts {
+            succeeded: done - i32::try_from(c.failed.len()).unwrap_or(0),
+            failed: i32::try_from(c.failed.len()).unwrap_or(0),
+            active: 0,
+        }),
+        shard_results: c.results.clone(),
+        shard_results_truncated: c.truncated,
+        ..base
+    };
+    if !c.too_large.is_empty() {
+        return with(
+            Phase::Failed,
+            reasons::RESULT_TOO_LARGE,
+            format!(
+                "the results of shards {} are too large to store; its Job {name} {how}",
+                list(&c.too_large)
+            ),
+            None,
+        );
+    }
+    if !c.failed.is_empty() {
+        // Each shard's last attempt failed: the Job can only have ended
+        // by running out of retries (or its deadline, which the shard
+        // results cannot tell apart).
+        let codes: Vec<String> = c
+            .results
+            .iter()
+            .filter(|r| c.failed.contains(&r.index))
+            .take(10)
+            .map(|r| format!("{}: {}", r.index, observe::describe_exit(r.exit_code)))
+            .collect();
+        return with(
+            Phase::Failed,
+            reasons::BACKOFF_LIMIT_EXCEEDED,
+            format!(
+                "shards {} failed (last exit codes {}); its Job {name} {how} before its \
+                 final state was read",
+                list(&c.failed),
+                codes.join(", ")
+            ),
+            None,
+        );
+    }
+    if !c.missing.is_empty() {
+        return with(
+            Phase::Failed,
+            reasons::JOB_LOST,
+            format!(
+                "the Task's Job {name} (UID {job_uid}) {how}; shards {} left no result from it \
+                 ({done} of {shards} did)",
+                list(&c.missing)
+            ),
+            None,
+        );
+    }
+    with(
+        Phase::Completed,
+        reasons::SUCCEEDED,
+        format!("all {shards} shards succeeded; their Job {name} {how} afterwards"),
+        Some(0),
+    )
 }
 
 #[cfg(test)]

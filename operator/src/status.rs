@@ -3,7 +3,9 @@
 //! timestamps already recorded are kept.
 
 use crds::conditions::reasons;
-use crds::result::{MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, truncate_utf8};
+use crds::result::{
+    MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, TaskResult, truncate_utf8,
+};
 use crds::{Phase, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -20,12 +22,26 @@ pub struct Observed<'a> {
     pub job: Option<&'a Job>,
     /// The ConfigMap `<task>-result`, if it was read and exists.
     pub result: Option<&'a ConfigMap>,
+    /// Why `result` must not be accepted as the final result although its
+    /// labels match (its writer is not a pod of the Task's Job).
+    pub refused: Option<String>,
     /// Pods of that Job (only when the Job is ours).
     pub pods: &'a [Pod],
     /// Result ConfigMaps of the Task's shards (sharded Tasks whose Job finished).
     pub shard_results: &'a [ConfigMap],
     /// The time to stamp on anything that changes now.
     pub now: Time,
+}
+
+impl Observed<'_> {
+    /// The final result, if `result` holds one from this Task's Job
+    /// `job_uid` written by one of that Job's pods; otherwise why not.
+    pub fn accept_result(&self, task_uid: &str, job_uid: &str) -> Result<TaskResult, String> {
+        if let Some(why) = &self.refused {
+            return Err(why.clone());
+        }
+        observe::accept_result(self.result, task_uid, job_uid)
+    }
 }
 
 /// When to look at the Task again if no watch event comes first.
@@ -92,6 +108,51 @@ pub fn wants_stop(task: &Task, job: Option<&Job>, next: &TaskStatus) -> bool {
         && j.spec.as_ref().and_then(|s| s.suspend) != Some(true)
 }
 
+/// True unless `status` is terminal and its conditions say otherwise than
+/// its phase (someone edited the status by hand): `Complete` or `Failed`
+/// and `Finished` True, `Running` False.
+pub fn conditions_agree(status: &TaskStatus) -> bool {
+    let Some(phase) = status.phase.filter(|p| p.is_terminal()) else {
+        return true;
+    };
+    let outcome = if phase == Phase::Completed {
+        crds::conditions::types::COMPLETE
+    } else {
+        crds::conditions::types::FAILED
+    };
+    let is = |t: &str, want: &str| {
+        status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == t && c.status == want)
+    };
+    is(outcome, "True")
+        && is(crds::conditions::types::FINISHED, "True")
+        && !is(crds::conditions::types::RUNNING, "True")
+}
+
+/// The status of a terminal Task with its conditions recomputed from its
+/// phase, reason and message, if they do not already agree: `None` when
+/// nothing needs writing.
+pub fn settled(task: &Task, now: Time) -> Option<TaskStatus> {
+    let prev = task.status.as_ref()?;
+    let phase = prev.phase.filter(|p| p.is_terminal())?;
+    let conditions = conditions::compute(
+        &prev.conditions,
+        &Some(phase),
+        prev.reason.as_deref(),
+        prev.message.as_deref(),
+        None,
+        &now,
+        prev.observed_generation,
+    );
+    let next = TaskStatus {
+        conditions,
+        ..prev.clone()
+    };
+    needs_patch(Some(prev), &next).then_some(next)
+}
+
 /// The status of a Task whose spec is invalid: Failed, reason InvalidSpec.
 pub fn invalid(task: &Task, message: String, now: Time) -> Desired {
     let prev = task.status.clone().unwrap_or_default();
@@ -140,7 +201,7 @@ fn with_result_details(mut f: Facts, obs: &Observed<'_>, task_uid: &str) -> Fact
     let Some(job_uid) = f.job_uid.as_deref() else {
         return f;
     };
-    if let Ok(r) = observe::accept_result(obs.result, task_uid, job_uid) {
+    if let Ok(r) = obs.accept_result(task_uid, job_uid) {
         if f.result.is_some() {
             // Over the raw bytes, as decoded: what the program wrote.
             f.result_digest = Some(digest(&r.result));

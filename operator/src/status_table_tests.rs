@@ -172,7 +172,9 @@ fn table() {
             cm: Some(cm("tu", "j1", 7, "")),
             pods: vec![],
             phase: Some(Phase::Failed),
-            reason: Some(reasons::JOB_FAILED),
+            // The Job's verdict is gone; its last pod failed and no
+            // deadline passed, so it ran out of retries (issue 9, item 7).
+            reason: Some(reasons::BACKOFF_LIMIT_EXCEEDED),
             exit_code: Some(7),
             next: Next::Done,
         },

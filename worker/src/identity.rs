@@ -12,6 +12,8 @@ pub struct Identity {
     pub namespace: String,
     pub job_uid: String,
     pub pod_name: String,
+    /// UID of the pod: stamped on every write, checked by the admission policy.
+    pub pod_uid: String,
     /// The shard this pod runs, for a Task of more than one shard.
     pub shard: Option<u32>,
 }
@@ -70,6 +72,7 @@ pub fn from_env(vars: &HashMap<String, String>) -> Result<Identity, Vec<&'static
         namespace: get(env::NAMESPACE),
         job_uid: get(env::JOB_UID),
         pod_name: get(env::POD_NAME),
+        pod_uid: get(env::POD_UID),
         shard: None,
     };
     if missing.is_empty() {
@@ -91,6 +94,7 @@ mod tests {
             (env::NAMESPACE, "ns"),
             (env::JOB_UID, "ju"),
             (env::POD_NAME, "p"),
+            (env::POD_UID, "pu"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -127,6 +131,7 @@ mod tests {
             namespace: "ns".into(),
             job_uid: "ju".into(),
             pod_name: "p".into(),
+            pod_uid: "pu".into(),
             shard: None,
         };
         assert_eq!(id.result_name(), "t-result");

@@ -1,17 +1,25 @@
-//! The result: read it, and write it as the ConfigMap `<task>-result` with
-//! server-side apply, fenced by the Task and Job UIDs in its labels.
+//! The result: read it, and write it as the ConfigMap `<task>-result`,
+//! fenced by the Task and Job UIDs in its labels and stamped with the
+//! writing pod's name and UID.
+//!
+//! Every write replaces the whole object (create, else an unconditional
+//! update), never merges into it: a ConfigMap of that name that someone
+//! else made first, or one left behind, loses every key this worker did not
+//! write at the worker's first write, so it can never lend the run a stale
+//! `result` or `exitCode`.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
-use crds::names::{self, labels};
+use crds::names::{self, annotations, labels};
 use crds::progress::Report;
 use crds::result::{MAX_RESULT_BYTES, Stored, TaskResult};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
-use kube::api::{Patch, PatchParams};
+use kube::api::PostParams;
 use kube::{Api, Client};
 
 use crate::identity::Identity;
@@ -81,6 +89,10 @@ pub fn config_map(id: &Identity, stored: Stored) -> ConfigMap {
             name: Some(id.result_name()),
             namespace: Some(id.namespace.clone()),
             labels: Some(labels_of(id)),
+            annotations: Some(BTreeMap::from([
+                (annotations::WRITER_POD.to_owned(), id.pod_name.clone()),
+                (annotations::WRITER_POD_UID.to_owned(), id.pod_uid.clone()),
+            ])),
             owner_references: Some(vec![OwnerReference {
                 api_version: names::API_VERSION.to_owned(),
                 kind: names::KIND.to_owned(),
@@ -117,26 +129,57 @@ pub async fn connect(id: &Identity) -> Result<Api<ConfigMap>, String> {
     Ok(Api::namespaced(client, &id.namespace))
 }
 
-/// Server-side applies `cm` once, with the worker's field manager.
+/// Writes `cm` once as the whole object: an unconditional update (PUT
+/// without a resourceVersion, which ConfigMaps allow), or a create when it
+/// does not exist yet. Last writer wins, as for two pods of one Job.
 pub async fn apply_once(api: &Api<ConfigMap>, cm: &ConfigMap) -> Result<(), ApplyError> {
     let name = cm.metadata.name.clone().unwrap_or_default();
-    let pp = PatchParams::apply(names::WORKER_FIELD_MANAGER).force();
-    match tokio::time::timeout(CALL_TIMEOUT, api.patch(&name, &pp, &Patch::Apply(cm))).await {
+    let pp = PostParams {
+        field_manager: Some(names::WORKER_FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    // Two rounds: a create can lose to another writer's create, and then
+    // the update finds it.
+    for _ in 0..2 {
+        match bounded(&name, api.replace(&name, &pp, cm)).await {
+            Err(ApplyError::NotFound) => {}
+            other => return other,
+        }
+        match bounded(&name, api.create(&pp, cm)).await {
+            Err(ApplyError::AlreadyExists) => {}
+            other => return other,
+        }
+    }
+    Err(ApplyError::Transient(format!(
+        "cannot write ConfigMap {name}: it keeps appearing and disappearing"
+    )))
+}
+
+/// One call with the timeout, its error sorted by what a retry can do.
+async fn bounded(
+    name: &str,
+    call: impl Future<Output = Result<ConfigMap, kube::Error>>,
+) -> Result<(), ApplyError> {
+    match tokio::time::timeout(CALL_TIMEOUT, call).await {
         Ok(Ok(_)) => Ok(()),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Err(ApplyError::NotFound),
+        Ok(Err(kube::Error::Api(s))) if s.code == 409 && s.reason == "AlreadyExists" => {
+            Err(ApplyError::AlreadyExists)
+        }
         // 401/403 are transient too: a restarting API server, or a
         // RoleBinding created moments ago, authorizes only once its caches
         // are warm.
-        Ok(Err(kube::Error::Api(s))) if s.code < 500 && ![401, 403, 429].contains(&s.code) => {
+        Ok(Err(kube::Error::Api(s))) if s.code < 500 && ![401, 403, 409, 429].contains(&s.code) => {
             Err(ApplyError::Refused(format!(
                 "the API server refused ConfigMap {name}: {} ({})",
                 s.message, s.code
             )))
         }
         Ok(Err(e)) => Err(ApplyError::Transient(format!(
-            "cannot apply ConfigMap {name}: {e}"
+            "cannot write ConfigMap {name}: {e}"
         ))),
         Err(_) => Err(ApplyError::Transient(format!(
-            "cannot apply ConfigMap {name}: no answer within 10s"
+            "cannot write ConfigMap {name}: no answer within 10s"
         ))),
     }
 }
@@ -150,6 +193,12 @@ pub enum ApplyError {
     /// The server or the network failed; a retry may succeed.
     #[error("{0}")]
     Transient(String),
+    /// The update found no object (create it instead).
+    #[error("not found")]
+    NotFound,
+    /// The create found one (update it instead).
+    #[error("already exists")]
+    AlreadyExists,
 }
 
 /// Applies the final result (with the latest progress, if any), retrying
@@ -175,7 +224,7 @@ pub async fn write(
         match apply_once(&api, &cm).await {
             Ok(()) => return Ok(()),
             Err(ApplyError::Refused(e)) => return Err(e),
-            Err(ApplyError::Transient(e)) => last = e,
+            Err(e) => last = e.to_string(),
         }
         let pause = retry_delay(attempt);
         if tokio::time::Instant::now() + pause > deadline {
@@ -232,6 +281,7 @@ mod tests {
             namespace: "ns".into(),
             job_uid: "ju".into(),
             pod_name: "p".into(),
+            pod_uid: "pu".into(),
             shard: None,
         }
     }
@@ -254,6 +304,14 @@ mod tests {
         assert_eq!(
             (l[labels::TASK_UID].as_str(), l[labels::JOB_UID].as_str()),
             ("tu", "ju")
+        );
+        let a = cm.metadata.annotations.clone().unwrap();
+        assert_eq!(
+            (
+                a[annotations::WRITER_POD].as_str(),
+                a[annotations::WRITER_POD_UID].as_str()
+            ),
+            ("p", "pu")
         );
         let o = &cm.metadata.owner_references.unwrap()[0];
         assert_eq!((o.uid.as_str(), o.controller), ("tu", None));

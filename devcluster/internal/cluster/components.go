@@ -94,7 +94,7 @@ func controllerManagerArgs(kubeconfig string, p ports, f pki.Files) []string {
 		"--controllers=" + strings.Join(controllers, ","),
 		"--service-account-private-key-file=" + f.SAKey,
 		"--root-ca-file=" + f.CA,
-		"--use-service-account-credentials=false",
+		"--use-service-account-credentials=true",
 		"--concurrent-job-syncs=10",
 		"--v=1",
 	}

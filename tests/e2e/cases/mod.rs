@@ -6,6 +6,7 @@ mod cancel;
 mod chaos;
 mod faults;
 mod ha;
+mod hardening;
 mod observe;
 mod postmortem;
 mod restart;
@@ -20,6 +21,42 @@ use crate::Case;
 use longtask_e2e::case;
 
 pub static ALL: &[Case] = &[
+    case!(
+        collision_forgery_refused,
+        false,
+        hardening::collision_forgery_refused
+    ),
+    case!(
+        worker_identity_cannot_be_borrowed,
+        false,
+        hardening::worker_identity_cannot_be_borrowed
+    ),
+    case!(
+        precreated_result_not_taken_over,
+        false,
+        hardening::precreated_result_not_taken_over
+    ),
+    case!(
+        blocked_task_starts_when_job_goes,
+        false,
+        hardening::blocked_task_starts_when_job_goes
+    ),
+    case!(
+        conditions_follow_the_phase,
+        false,
+        hardening::conditions_follow_the_phase
+    ),
+    case!(
+        cancel_before_start_says_so,
+        false,
+        hardening::cancel_before_start_says_so
+    ),
+    case!(start_error_is_named, false, hardening::start_error_is_named),
+    case!(
+        ttl_while_operator_down,
+        true,
+        hardening::ttl_while_operator_down
+    ),
     case!(completes_with_result, false, basics::completes_with_result),
     case!(
         exit_code_with_retries,

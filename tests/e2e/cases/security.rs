@@ -33,15 +33,17 @@ const ATTEMPTS: &[(&str, Outcome)] = &[
     ("read-secret", Outcome::Rbac),
     ("list-configmaps", Outcome::Rbac),
     ("create-configmap", Outcome::Policy),
-    ("patch-configmap", Outcome::Policy),
+    // The worker writes whole objects (create, update); it may not patch.
+    ("patch-configmap", Outcome::Rbac),
+    ("replace-configmap", Outcome::Policy),
     ("forge-victim-result", Outcome::Policy),
-    ("patch-victim-result", Outcome::Policy),
+    ("patch-victim-result", Outcome::Rbac),
     ("delete-victim-result", Outcome::Rbac),
     ("patch-victim-status", Outcome::Rbac),
     ("create-task", Outcome::Rbac),
-    // A result for a Task named like the intruder's own Job passes the
-    // policy: proof that its token works and that the refusals above are
-    // the policy's choice.
+    // A result for a Task named like the intruder's own Job, stamped with
+    // its own pod, passes the policy: proof that its token works and that
+    // the refusals above are the policy's choice.
     ("own-job-result", Outcome::Allowed),
 ];
 
@@ -53,19 +55,24 @@ try() {
   if out=$("$@" 2>&1); then verdict=allowed; else verdict=refused; fi
   echo "ATTEMPT $name $verdict: $(printf '%s' "$out" | tr '\n' ' ' | cut -c1-600)"
 }
+# Stamped with this pod, as a worker stamps its writes.
+stamp() { printf '%s' "$1" | sed "s/__POD__/$POD/; s/__UID__/$POD_UID/"; }
 try read-secret k get secret precious -o name
 try list-configmaps k get configmaps -o name
 try create-configmap k create configmap intruder-notes --from-literal=a=b
 # Server-side apply patches without reading first (kubectl patch would GET,
 # which RBAC refuses before the policy is asked).
 apply() { printf '%s' "$1" | kubectl -n "$NS" apply --server-side --force-conflicts --field-manager=longtask.dev/worker -f -; }
+replace() { stamp "$1" | kubectl -n "$NS" replace -f -; }
+create() { stamp "$1" | kubectl -n "$NS" create -f -; }
 try patch-configmap apply '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"mode":"evil"}}'
-try forge-victim-result apply "$FORGED"
+try replace-configmap replace '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"settings"},"data":{"mode":"evil"}}'
+try forge-victim-result replace "$FORGED"
 try patch-victim-result apply '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"victim-result"},"data":{"result":"forged"}}'
 try delete-victim-result k delete configmap victim-result
 try patch-victim-status k patch task victim --subresource=status --type=merge -p '{"status":{"result":"forged","reason":"Forged"}}'
 try create-task sh -c 'printf "%s" "$TASK" | kubectl -n "$NS" create -f -'
-try own-job-result apply "$OWN"
+try own-job-result create "$OWN"
 echo ATTEMPTS-DONE
 "#;
 
@@ -105,6 +112,10 @@ pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result
             "metadata": {
                 "name": name,
                 "labels": {"longtask.dev/task-uid": task_uid, "longtask.dev/job-uid": job_uid},
+                "annotations": {
+                    "longtask.dev/writer-pod": "__POD__",
+                    "longtask.dev/writer-pod-uid": "__UID__",
+                },
                 "ownerReferences": [{
                     "apiVersion": "longtask.dev/v1alpha1", "kind": "Task",
                     "name": task, "uid": task_uid,
@@ -203,6 +214,8 @@ fn intruder_job(forged: &str, own: &str, task: &str) -> String {
                     "command": ["sh", "-c", SCRIPT],
                     "env": [
                         {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+                        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                        {"name": "POD_UID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.uid"}}},
                         env("FORGED", forged),
                         env("OWN", own),
                         env("TASK", task),
