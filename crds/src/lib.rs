@@ -2,10 +2,12 @@
 //! environment variable, condition, reason and result key that the operator,
 //! the worker and the manifests share.
 
+pub mod bounds;
 pub mod conditions;
 pub mod names;
 pub mod progress;
 pub mod result;
+pub mod rules;
 pub mod task;
 
 pub use task::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus};

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
     derive = "PartialEq",
     doc = "A Task runs one program to completion in an owned batch/v1 Job and keeps its result in status.",
     validation = Rule::new("self.metadata.name.size() <= 63").message("metadata.name must be at most 63 characters: the Task's Job takes the Task's name"),
+    validation = crate::rules::shard_names(),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Queued, Running, Completed or Failed"),
     printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress.display", description = "Percent done as the program last reported it"),
     printcolumn(name = "Attempts", type_ = "integer", json_path = ".status.attempts", description = "Pods started for this Task"),
@@ -58,17 +59,34 @@ pub struct TaskSpec {
     pub args: Vec<String>,
 
     /// Environment variables for the program (core/v1 EnvVar, so `valueFrom`
-    /// ConfigMap and Secret references work). Names starting with
-    /// `LONGTASK_` are reserved. Default: none.
+    /// ConfigMap and Secret references work). A name is 1 to 1024 printable
+    /// ASCII characters other than '='; names starting with `LONGTASK_` are
+    /// reserved. An entry gives `value` or `valueFrom` (one source), not
+    /// both. Default: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 256))]
-    #[x_kube(validation = Rule::new("self.all(e, !e.name.startsWith('LONGTASK_'))").message("spec.env: names starting with LONGTASK_ are reserved for longtask"))]
+    #[schemars(length(max = 256), transform = crate::bounds::env)]
+    #[x_kube(
+        validation = Rule::new("self.all(e, !e.name.startsWith('LONGTASK_'))").message("spec.env: names starting with LONGTASK_ are reserved for longtask"),
+        validation = crate::rules::env_names(),
+        validation = crate::rules::env_value_or_value_from(),
+        validation = crate::rules::env_one_source()
+    )]
     pub env: Vec<EnvVar>,
 
     /// CPU and memory requests and limits of the program's container
     /// (core/v1 ResourceRequirements). The scheduler places the Task by its
-    /// requests. Default: none (best effort).
+    /// requests. Values are quantities of at least 0, such as 500m, 2 or
+    /// 1.5Gi (at most 64 resources in each of requests and limits); a
+    /// request may not exceed its limit, and an extended resource (e.g.
+    /// example.com/gpu) needs a limit equal to its request. Default: none
+    /// (best effort).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(transform = crate::bounds::resources)]
+    #[x_kube(
+        validation = crate::rules::quantities("requests"),
+        validation = crate::rules::quantities("limits"),
+        validation = crate::rules::requests_within_limits()
+    )]
     pub resources: Option<ResourceRequirements>,
 
     /// Longest the Task may run, in seconds, counted from the Job's start and
@@ -121,7 +139,10 @@ pub struct TaskSpec {
     /// Split the work into this many shards, run as an Indexed Job: each
     /// shard's program sees $LONGTASK_SHARD (0-based) and $LONGTASK_SHARDS,
     /// writes its own result, and `spec.retries` applies per shard. The Task
-    /// completes when every shard has. 1 to 1000. Default: 1 (no sharding).
+    /// completes when every shard has. Each shard's pod takes the host name
+    /// `<task name>-<index>`, so a sharded Task's name may hold only
+    /// lowercase letters, digits and '-' (no '.'), and `<name>-<shards - 1>`
+    /// must fit in 63 characters. 1 to 1000. Default: 1 (no sharding).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     #[schemars(range(min = 1, max = 1000))]
     pub shards: i32,

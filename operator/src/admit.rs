@@ -21,7 +21,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::{debug, info, warn};
 
 use crate::context::Context;
-use crate::error::Error;
+use crate::error::{ApplyError, Error};
 use crate::queue::{self, Limits, Plan, Verdict, Wait};
 use crate::{apply, build, validate};
 
@@ -75,6 +75,21 @@ pub enum Admission {
     Started(Box<Job>),
     /// The Task waits for a slot.
     Wait(Wait),
+    /// The API server refused to create the Task's Job for its content
+    /// (the Task's spec is invalid); its message.
+    Refused(String),
+}
+
+/// `Started`, or `Refused` when the API server refused the Job for its
+/// content; other failures are errors (retried).
+fn created(res: Result<Job, ApplyError>) -> Result<Admission, Error> {
+    match res {
+        Ok(j) => Ok(Admission::Started(Box::new(j))),
+        Err(e) => match e.job_refused() {
+            Some(why) => Ok(Admission::Refused(why.to_owned())),
+            None => Err(e.into()),
+        },
+    }
 }
 
 /// True when a cap applies to Tasks of `namespace`.
@@ -89,9 +104,7 @@ pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
     if ctx.queue.global.is_none() && own_limit.is_none() {
         apply::ensure_worker_rbac(ctx, id.namespace).await?;
         let built = build::job(task, &ctx.config.worker_image)?;
-        return Ok(Admission::Started(Box::new(
-            apply::create_job(ctx, &built).await?,
-        )));
+        return created(apply::create_job(ctx, &built).await);
     }
     let store = ctx.queue.tasks.get().ok_or(Error::QueueNotReady)?;
     let mut limits = cached_limits(ctx);
@@ -111,17 +124,12 @@ pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
             None => {
                 // Recorded as started but gone: the status logic reports it.
                 let built = build::job(task, &ctx.config.worker_image)?;
-                Ok(Admission::Started(Box::new(
-                    apply::create_job(ctx, &built).await?,
-                )))
+                created(apply::create_job(ctx, &built).await)
             }
         },
-        Verdict::Start => {
-            let mine = start_all(ctx, store, &plan, Some(task)).await?;
-            Ok(Admission::Started(Box::new(
-                mine.ok_or(Error::QueueNotReady)?,
-            )))
-        }
+        Verdict::Start => start_all(ctx, store, &plan, Some(task))
+            .await?
+            .ok_or(Error::QueueNotReady),
     }
 }
 
@@ -207,13 +215,15 @@ fn verdict(plan: &Plan, uid: &str) -> Verdict {
 }
 
 /// Creates the Jobs of every Task the plan starts, in start order; returns
-/// the Job of `me`, if it is one of them.
+/// what became of `me`'s, if it is one of them. A Job the API server
+/// refuses for its content is skipped: its Task fails (InvalidSpec) when
+/// its own reconcile meets the same refusal, and never fails another.
 async fn start_all(
     ctx: &Context,
     store: &Store<Task>,
     plan: &Plan,
     me: Option<&Task>,
-) -> Result<Option<Job>, Error> {
+) -> Result<Option<Admission>, Error> {
     let mut by_uid: HashMap<String, Arc<Task>> = store
         .state()
         .into_iter()
@@ -231,10 +241,15 @@ async fn start_all(
         if rbac_done.insert(ns.clone()) {
             apply::ensure_worker_rbac(ctx, &ns).await?;
         }
-        let job = apply::create_job(ctx, &build::job(t, &ctx.config.worker_image)?).await?;
-        info!(task = %t.name_any(), namespace = %ns, "admitted from the queue");
+        let built = build::job(t, &ctx.config.worker_image)?;
+        let admission = created(apply::create_job(ctx, &built).await)?;
+        if matches!(admission, Admission::Refused(_)) {
+            info!(task = %t.name_any(), namespace = %ns, "its Job was refused; it fails when reconciled");
+        } else {
+            info!(task = %t.name_any(), namespace = %ns, "admitted from the queue");
+        }
         if *uid == mine {
-            out = Some(job);
+            out = Some(admission);
         }
     }
     Ok(out)

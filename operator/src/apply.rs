@@ -78,8 +78,12 @@ pub async fn create_job(ctx: &Context, job: &Job) -> Result<Job, ApplyError> {
             }
         }
         Err(e) => {
-            // Perhaps the namespace was made again: apply its RBAC next time.
-            ctx.rbac.forget(&namespace);
+            if let Some(why) = e.refusal() {
+                warn!(namespace = %namespace, job = %name, refusal = %why, "the API server refused the Job");
+            } else {
+                // Perhaps the namespace was made again: apply its RBAC next time.
+                ctx.rbac.forget(&namespace);
+            }
             Err(err(e))
         }
     }

@@ -22,6 +22,21 @@ impl CallError {
             _ => None,
         }
     }
+
+    /// The API server's message when it refused the request for what it
+    /// carries, so that sending it again cannot succeed: 400 BadRequest (it
+    /// cannot decode it, e.g. a quantity such as "lots"), 413 (too large),
+    /// 422 Invalid (validation failed). Never 403: RBAC, a quota or a
+    /// terminating namespace say Forbidden, and they change without the
+    /// request changing; nor 404 (a namespace gone), 409, 429 or 5xx.
+    pub fn refusal(&self) -> Option<&str> {
+        match self {
+            Self::Kube(kube::Error::Api(s)) if matches!(s.code, 400 | 413 | 422) => {
+                Some(&s.message)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// Failures of the API calls in `apply.rs`.
@@ -139,6 +154,15 @@ impl ApplyError {
         source.code() == Some(409)
     }
 
+    /// The API server's message when it refused to create the Job for its
+    /// content (see [`CallError::refusal`]): the Task's spec is invalid.
+    pub fn job_refused(&self) -> Option<&str> {
+        match self {
+            Self::CreateJob { source, .. } => source.refusal(),
+            _ => None,
+        }
+    }
+
     /// Short, bounded name of the failing operation (a metric label).
     pub fn category(&self) -> &'static str {
         match self {
@@ -189,6 +213,72 @@ impl Error {
 
     /// True when retrying cannot help until the object changes.
     pub fn waits_for_change(&self) -> bool {
-        matches!(self, Self::Build(_))
+        match self {
+            Self::Build(_) => true,
+            // Normally a status (InvalidSpec) instead of an error; never retried.
+            Self::Apply(e) => e.job_refused().is_some(),
+            Self::QueueNotReady => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api(code: u16, reason: &str) -> CallError {
+        CallError::Kube(kube::Error::Api(
+            kube::core::Status::failure("the server says why", reason)
+                .with_code(code)
+                .boxed(),
+        ))
+    }
+
+    fn create(source: CallError) -> ApplyError {
+        ApplyError::CreateJob {
+            namespace: "ns".into(),
+            name: "t".into(),
+            source,
+        }
+    }
+
+    #[test]
+    fn refusals_are_what_the_request_carries() {
+        let cases = [
+            (api(422, "Invalid"), true),
+            (api(400, "BadRequest"), true),
+            (api(413, "RequestEntityTooLarge"), true),
+            // RBAC, quota, a terminating namespace: they change on their own.
+            (api(403, "Forbidden"), false),
+            (api(404, "NotFound"), false),
+            (api(409, "AlreadyExists"), false),
+            (api(409, "Conflict"), false),
+            (api(429, "TooManyRequests"), false),
+            (api(500, "InternalError"), false),
+            (api(503, "ServiceUnavailable"), false),
+            (api(504, "Timeout"), false),
+            (CallError::Timeout(Duration::from_secs(1)), false),
+        ];
+        for (e, want) in cases {
+            let code = e.code();
+            assert_eq!(e.refusal().is_some(), want, "{code:?}: {e}");
+            let err = Error::Apply(create(e));
+            assert_eq!(err.waits_for_change(), want, "{code:?}");
+        }
+        assert_eq!(
+            create(api(422, "Invalid")).job_refused(),
+            Some("the server says why")
+        );
+    }
+
+    #[test]
+    fn only_a_job_create_is_a_spec_refusal() {
+        let e = ApplyError::PatchStatus {
+            namespace: "ns".into(),
+            name: "t".into(),
+            source: api(422, "Invalid"),
+        };
+        assert_eq!(e.job_refused(), None);
+        assert!(!Error::Apply(e).waits_for_change());
     }
 }

@@ -101,6 +101,12 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
                 let written = write(ctx, task, desired.status).await?;
                 return Ok(action(ctx, desired.next, written));
             }
+            Admission::Refused(why) => {
+                // As for a spec `validate` refuses: Failed, once, no retry.
+                let desired = status::refused(task, &why, now);
+                let written = write(ctx, task, desired.status).await?;
+                return Ok(action(ctx, desired.next, written));
+            }
         }
     }
 

@@ -166,6 +166,16 @@ pub fn invalid(task: &Task, message: String, now: Time) -> Desired {
     assemble(task, &prev, facts, now)
 }
 
+/// The status of a Task whose Job the API server refused for its content
+/// (`server` is the server's message): Failed, reason InvalidSpec.
+pub fn refused(task: &Task, server: &str, now: Time) -> Desired {
+    invalid(
+        task,
+        format!("the API server refused the Task's Job: {server}"),
+        now,
+    )
+}
+
 /// The status `task` should have given what the cluster shows.
 pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
     let prev = task.status.clone().unwrap_or_default();

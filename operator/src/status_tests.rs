@@ -129,6 +129,49 @@ fn invalid_spec_fails_once() {
 }
 
 #[test]
+fn refused_job_fails_with_the_server_message_once() {
+    let server = r#"Job.batch "t" is invalid: spec.template.spec.containers[0].env[8].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.nonexistent""#;
+    let wait = crate::queue::Wait {
+        position: 1,
+        of: 1,
+        scope: crate::queue::Scope::Global,
+        namespace: "ns".into(),
+        limit: 1,
+    };
+    // Fresh, or queued before a slot freed: either way Failed, InvalidSpec.
+    let queued = queued(&task(None), &wait, at(3)).status;
+    for prev in [None, Some(queued)] {
+        let t = task(prev.clone());
+        let d = refused(&t, server, at(5));
+        let s = &d.status;
+        assert_eq!(s.phase, Some(crds::Phase::Failed));
+        assert_eq!(s.reason.as_deref(), Some(reasons::INVALID_SPEC));
+        let m = s.message.as_deref().unwrap_or_default();
+        assert!(m.contains(server), "{m}");
+        assert_eq!(d.next, Next::Done);
+        assert_eq!(s.job_uid, None);
+        assert_eq!(
+            cond(s, types::FAILED).map(|c| c.status.as_str()),
+            Some("True")
+        );
+        assert_ne!(
+            cond(s, types::WAITING).map(|c| c.status.as_str()),
+            Some("True")
+        );
+        // One Failed Event for the transition, none when seen again.
+        let notes = crate::events::transitions(prev.as_ref(), s);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].warning && notes[0].reason == crate::events::reason::FAILED);
+        assert!(notes[0].message.contains("InvalidSpec"));
+        assert!(crate::events::transitions(Some(s), s).is_empty());
+        assert!(!needs_patch(
+            Some(s),
+            &refused(&task(Some(s.clone())), server, at(9)).status
+        ));
+    }
+}
+
+#[test]
 fn result_is_read_only_when_needed() {
     let run = job("j1", Some("tu"), None, 0, 0, 1);
     let done = job("j1", Some("tu"), Some(("Complete", "x")), 1, 0, 0);

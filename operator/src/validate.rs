@@ -3,6 +3,7 @@
 //! with reason InvalidSpec instead of producing a broken Job.
 
 use crds::Task;
+use crds::bounds::MAX_ENV_NAME_LEN;
 use crds::names::{MAX_NAME_LEN, env};
 
 /// Most shards a Task may have (as the CRD schema says).
@@ -69,6 +70,64 @@ pub fn validate(task: &Task) -> Result<(), String> {
             env::RESERVED_PREFIX
         ));
     }
+    env_entries(spec)?;
+    shard_name(name, spec.shards)
+}
+
+/// Names the API server accepts (printable ASCII but '='), and `value` or
+/// one `valueFrom` source.
+fn env_entries(spec: &crds::TaskSpec) -> Result<(), String> {
+    for e in &spec.env {
+        let printable = e
+            .name
+            .bytes()
+            .all(|b| (b' '..=b'~').contains(&b) && b != b'=');
+        if e.name.is_empty() || e.name.len() > MAX_ENV_NAME_LEN || !printable {
+            return Err(format!(
+                "spec.env: name {:?} is not valid: use 1 to {MAX_ENV_NAME_LEN} printable ASCII characters other than '=', e.g. MY_VAR",
+                e.name
+            ));
+        }
+        let Some(from) = &e.value_from else { continue };
+        if e.value.as_deref().is_some_and(|v| !v.is_empty()) {
+            return Err(format!(
+                "spec.env: {:?} sets both value and valueFrom: give one of them",
+                e.name
+            ));
+        }
+        let sources = [
+            from.field_ref.is_some(),
+            from.resource_field_ref.is_some(),
+            from.config_map_key_ref.is_some(),
+            from.secret_key_ref.is_some(),
+            from.file_key_ref.is_some(),
+        ];
+        if sources.iter().filter(|s| **s).count() != 1 {
+            return Err(format!(
+                "spec.env: {:?}: valueFrom must name exactly one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef or fileKeyRef",
+                e.name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A sharded Task's pods take the host name `<name>-<index>`: a DNS label
+/// (lowercase letters, digits, '-'; at most 63 characters) for every index.
+fn shard_name(name: &str, shards: i32) -> Result<(), String> {
+    if shards <= 1 {
+        return Ok(());
+    }
+    let longest = format!("{name}-{}", shards - 1);
+    let label = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    if !label || longest.len() > MAX_NAME_LEN {
+        return Err(format!(
+            "metadata.name: a Task with {shards} shards needs a name of at most {} characters, only lowercase letters, digits and '-' (no '.'): shard pod {longest:?} would not be a valid host name",
+            MAX_NAME_LEN - (longest.len() - name.len())
+        ));
+    }
     Ok(())
 }
 
@@ -76,7 +135,29 @@ pub fn validate(task: &Task) -> Result<(), String> {
 mod tests {
     use super::*;
     use crds::TaskSpec;
-    use k8s_openapi::api::core::v1::EnvVar;
+    use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector};
+
+    fn var(name: &str) -> EnvVar {
+        EnvVar {
+            name: name.into(),
+            value: Some("v".into()),
+            ..EnvVar::default()
+        }
+    }
+
+    fn from_field(path: &str) -> EnvVar {
+        EnvVar {
+            name: "FROM_FIELD".into(),
+            value_from: Some(EnvVarSource {
+                field_ref: Some(ObjectFieldSelector {
+                    field_path: path.into(),
+                    ..ObjectFieldSelector::default()
+                }),
+                ..EnvVarSource::default()
+            }),
+            ..EnvVar::default()
+        }
+    }
 
     fn task(name: &str, f: impl FnOnce(&mut TaskSpec)) -> Task {
         let mut spec = TaskSpec {
@@ -144,6 +225,79 @@ mod tests {
                 }),
                 Some("spec.env"),
             ),
+            (
+                task("t", |s| s.env = vec![var("1 bad=name")]),
+                Some("spec.env"),
+            ),
+            (task("t", |s| s.env = vec![var("")]), Some("spec.env")),
+            (
+                task("t", |s| s.env = vec![var("tab\there")]),
+                Some("spec.env"),
+            ),
+            (task("t", |s| s.env = vec![var("é")]), Some("spec.env")),
+            (
+                task("t", |s| {
+                    s.env = vec![var(&"A".repeat(MAX_ENV_NAME_LEN + 1))]
+                }),
+                Some("spec.env"),
+            ),
+            // What the API server accepts since 1.34 (relaxed names).
+            (task("t", |s| s.env = vec![var("1 odd.name-~!")]), None),
+            (
+                task("t", |s| {
+                    let mut v = from_field("spec.nodeName");
+                    v.value = Some("x".into());
+                    s.env = vec![v]
+                }),
+                Some("spec.env"),
+            ),
+            (
+                task("t", |s| {
+                    let mut v = from_field("spec.nodeName");
+                    v.value = Some(String::new());
+                    s.env = vec![v]
+                }),
+                None,
+            ),
+            (
+                task("t", |s| {
+                    let mut v = var("EMPTY_SOURCE");
+                    v.value_from = Some(EnvVarSource::default());
+                    s.env = vec![v]
+                }),
+                Some("spec.env"),
+            ),
+            (
+                task("t", |s| {
+                    let mut v = from_field("metadata.name");
+                    v.value_from.as_mut().unwrap().secret_key_ref = Some(Default::default());
+                    s.env = vec![v]
+                }),
+                Some("spec.env"),
+            ),
+            // The Job API judges the field path itself (InvalidSpec on create).
+            (
+                task("t", |s| s.env = vec![from_field("spec.nonexistent")]),
+                None,
+            ),
+            (task("a.b", |s| s.shards = 2), Some("metadata.name")),
+            (task("a.b", |_| {}), None),
+            (task(&"a".repeat(61), |s| s.shards = 10), None),
+            (
+                task(&"a".repeat(62), |s| s.shards = 10),
+                Some("metadata.name"),
+            ),
+            (task(&"a".repeat(61), |s| s.shards = 2), None),
+            (
+                task(&"a".repeat(62), |s| s.shards = 2),
+                Some("metadata.name"),
+            ),
+            (task(&"a".repeat(63), |_| {}), None),
+            (
+                task(&"a".repeat(60), |s| s.shards = 1000),
+                Some("metadata.name"),
+            ),
+            (task(&"a".repeat(59), |s| s.shards = 1000), None),
         ];
         for (i, (t, want)) in cases.iter().enumerate() {
             match (validate(t), want) {

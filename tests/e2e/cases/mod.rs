@@ -7,6 +7,7 @@ mod chaos;
 mod faults;
 mod ha;
 mod hardening;
+mod invalid_spec;
 mod observe;
 mod postmortem;
 mod restart;
@@ -74,6 +75,21 @@ pub static ALL: &[Case] = &[
         basics::delete_stops_everything
     ),
     case!(bad_input_refused, false, validation::bad_input_refused),
+    case!(
+        invalid_spec_refused_at_apply,
+        false,
+        invalid_spec::invalid_spec_refused_at_apply
+    ),
+    case!(
+        invalid_spec_from_the_job_api,
+        false,
+        invalid_spec::invalid_spec_from_the_job_api
+    ),
+    case!(
+        invalid_spec_leaves_the_queue,
+        false,
+        invalid_spec::invalid_spec_leaves_the_queue
+    ),
     case!(
         operator_runs_with_manifest_rbac,
         false,

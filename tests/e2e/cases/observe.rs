@@ -143,7 +143,7 @@ pub async fn events_tell_the_story(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
 }
 
 /// The pod that holds the leader Lease.
-async fn leader_pod(c: &Cluster) -> Result<String> {
+pub(super) async fn leader_pod(c: &Cluster) -> Result<String> {
     let deadline = Instant::now() + MINUTE;
     loop {
         if let Some(name) = operator::leader(&c.client).await?.0 {

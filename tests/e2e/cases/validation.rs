@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, bail, ensure};
 use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, sh_task};
 
-fn refused(ns: &TestNs, what: &str, yaml: &str, must_mention: &[&str]) -> Result<()> {
+pub(super) fn refused(ns: &TestNs, what: &str, yaml: &str, must_mention: &[&str]) -> Result<()> {
     match ns.apply(yaml) {
         Ok(out) => bail!("{what}: accepted ({out}), want it refused"),
         Err(e) => {

@@ -1,0 +1,80 @@
+//! CEL rules of the CRD for what the Job API would refuse later: so a Task
+//! the operator cannot turn into a Job is refused at `kubectl apply`, with a
+//! message naming the field. Each message expression repeats its rule's
+//! test to name the offending entry (it is evaluated only when the rule
+//! failed, so its `[0]` exists). What CEL cannot express is refused by the
+//! API server when the operator creates the Job, and the Task then fails
+//! with reason InvalidSpec.
+//!
+//! Cost: the API server prices a string concatenation with an operand of
+//! no known size (`string(int)`, an element of a `filter` result) as if it
+//! filled a whole request, and refuses the CRD. So the messages pick the
+//! entry with the three-argument `map(x, test, message)` over the bounded
+//! list or map itself, and the shard rule's message is static.
+
+use kube::core::{Message, Rule};
+
+/// An environment variable name as the API server accepts it since
+/// RelaxedEnvironmentVariableValidation (GA in 1.34): one or more printable
+/// ASCII characters other than '=' (RE2: ' '..'<' and '>'..'~').
+const ENV_NAME: &str = "'^[ -<>-~]+$'";
+
+/// Every `spec.env` name is one the API server accepts.
+pub fn env_names() -> Rule {
+    let bad = format!("!e.name.matches({ENV_NAME})");
+    Rule::new(format!("self.all(e, e.name.matches({ENV_NAME}))")).message(Message::Expression(
+        format!(
+            "self.map(e, {bad}, 'spec.env: name \"' + e.name + '\" is not valid: use printable ASCII characters other than \"=\", e.g. MY_VAR')[0]"
+        ),
+    ))
+}
+
+/// No `spec.env` entry sets both a non-empty `value` and `valueFrom`.
+pub fn env_value_or_value_from() -> Rule {
+    let both = "has(e.valueFrom) && has(e.value) && e.value.size() > 0";
+    Rule::new(format!("self.all(e, !({both}))")).message(Message::Expression(format!(
+        "self.map(e, {both}, 'spec.env: \"' + e.name + '\" sets both value and valueFrom: give one of them')[0]"
+    )))
+}
+
+/// Every `spec.env[].valueFrom` names exactly one source.
+pub fn env_one_source() -> Rule {
+    Rule::new(
+        "self.all(e, !has(e.valueFrom) || [has(e.valueFrom.fieldRef), has(e.valueFrom.resourceFieldRef), has(e.valueFrom.configMapKeyRef), has(e.valueFrom.secretKeyRef), has(e.valueFrom.fileKeyRef)].filter(s, s).size() == 1)",
+    )
+    .message("spec.env: each valueFrom must name exactly one of fieldRef, resourceFieldRef, configMapKeyRef, secretKeyRef or fileKeyRef")
+}
+
+/// Every value of `spec.resources.<map>` (requests or limits) is a
+/// quantity of at least 0 (an integer or a string such as 500m or 1Gi).
+pub fn quantities(map: &str) -> Rule {
+    let ok = format!(
+        "isQuantity(string(self.{map}[k])) && quantity(string(self.{map}[k])).compareTo(quantity('0')) >= 0"
+    );
+    Rule::new(format!("!has(self.{map}) || self.{map}.all(k, {ok})")).message(
+        Message::Expression(format!(
+            "self.{map}.map(k, !({ok}), 'spec.resources.{map}.' + k + ': \"' + string(self.{map}[k]) + '\" is not a quantity of at least 0, e.g. 500m, 2 or 1.5Gi')[0]"
+        )),
+    )
+}
+
+/// No request exceeds the limit of the same resource.
+pub fn requests_within_limits() -> Rule {
+    let above = "k in self.limits && isQuantity(string(self.requests[k])) && isQuantity(string(self.limits[k])) && quantity(string(self.requests[k])).compareTo(quantity(string(self.limits[k]))) > 0";
+    Rule::new(format!(
+        "!has(self.requests) || !has(self.limits) || self.requests.all(k, !({above}))"
+    ))
+    .message(Message::Expression(format!(
+        "self.requests.map(k, {above}, 'spec.resources.requests.' + k + ' (' + string(self.requests[k]) + ') is above spec.resources.limits.' + k + ' (' + string(self.limits[k]) + '): a request may not exceed its limit')[0]"
+    )))
+}
+
+/// A sharded Task's pods take the host name `<name>-<index>`, which must
+/// be a DNS-1123 label (no '.', at most 63 characters) for the largest
+/// index, `shards - 1`; the Job API refuses the Job otherwise.
+pub fn shard_names() -> Rule {
+    Rule::new(
+        "!has(self.spec.shards) || self.spec.shards <= 1 || (self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$') && self.metadata.name.size() + string(self.spec.shards - 1).size() <= 62)",
+    )
+    .message("metadata.name of a sharded Task may hold only lowercase letters, digits and '-' (no '.'), and <name>-<shards - 1> must fit in 63 characters (a name of at most 61 characters for up to 10 shards, 60 for 100, 59 for 1000): each shard pod takes the host name <name>-<index>")
+}
