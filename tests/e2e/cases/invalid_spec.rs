@@ -266,7 +266,7 @@ pub async fn invalid_spec_from_the_job_api(c: Arc<Cluster>, ns: TestNs) -> Resul
             "bad-ref",
             &[
                 "is invalid",
-                "env[8].valueFrom.fieldRef.fieldPath: Invalid value: \"spec.nonexistent\"",
+                "].valueFrom.fieldRef.fieldPath: Invalid value: \"spec.nonexistent\"",
                 "field label not supported",
             ],
         ),
