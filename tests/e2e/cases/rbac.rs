@@ -97,6 +97,14 @@ pub async fn namespaced_install_roles_only(c: Arc<Cluster>, ns: TestNs) -> Resul
     let replicas = format!("--replicas={}", replicas.trim());
     let overlay = root().join("target").join(format!("e2e-{}", ns.name));
     let res = namespaced(&c, &ns, &overlay).await;
+    // Its log, while its pods are there.
+    if res.is_err() {
+        let logs = ns.k(&["logs", "-l", operator::SELECTOR, "--prefix", "--tail=40"]);
+        println!(
+            "--- namespaced operator log\n{}",
+            logs.unwrap_or_else(|e| format!("{e:#}"))
+        );
+    }
     // Stop the namespaced operator before the cluster-wide one returns.
     let stop = ns.k(&[
         "delete",
@@ -116,13 +124,6 @@ pub async fn namespaced_install_roles_only(c: Arc<Cluster>, ns: TestNs) -> Resul
             &replicas,
         ])
         .and_then(|_| c.wait_operator("120s"));
-    if res.is_err() {
-        let logs = ns.k(&["logs", "-l", operator::SELECTOR, "--prefix", "--tail=40"]);
-        println!(
-            "--- namespaced operator log\n{}",
-            logs.unwrap_or_else(|e| format!("{e:#}"))
-        );
-    }
     res?;
     stop?;
     restore?;
