@@ -256,7 +256,12 @@ async fn start_all(
 }
 
 /// The cap of `namespace` from its annotation: the cache, else a live read.
+/// None when the operator watches one namespace: it reads no Namespace then
+/// (cluster-scoped; a namespaced install grants no such read).
 async fn namespace_limit(ctx: &Context, namespace: &str) -> Result<Option<u32>, Error> {
+    if ctx.queue.scope.is_some() {
+        return Ok(None);
+    }
     let cached = ctx
         .queue
         .namespaces

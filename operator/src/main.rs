@@ -67,7 +67,10 @@ struct Cli {
     /// Print the metrics this operator serves (a Markdown table) and exit.
     #[arg(long)]
     print_metrics: bool,
-    /// Watch only this namespace (default: all namespaces).
+    /// Watch only this namespace (default: all namespaces). The operator then
+    /// makes only namespaced calls, so Roles in that namespace suffice; it
+    /// reads no Namespace, so the namespace annotation
+    /// longtask.dev/max-active-tasks does not apply (use --max-active-tasks).
     #[arg(long, env = "LONGTASK_WATCH_NAMESPACE")]
     namespace: Option<String>,
     /// Log format; filter with RUST_LOG (default "info").
@@ -285,7 +288,12 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
         .shutdown_on_signal();
     let store = controller.store();
     ctx.queue.set_tasks(store.clone());
-    ctx.queue.set_namespaces(watch_namespaces(&client, ns));
+    // A Namespace is cluster-scoped: watching only one namespace, the
+    // operator makes only namespaced calls (its install has Roles only), so
+    // it reads no Namespace and no namespace annotation.
+    if ns.is_none() {
+        ctx.queue.set_namespaces(watch_namespaces(&client));
+    }
     metrics.watch_store(store.clone());
     let ready = metrics.clone();
     // Poll with a timeout: the store's readiness signal wakes only its most
@@ -322,18 +330,14 @@ async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: A
     info!("controller stopped");
 }
 
-/// A cache of namespaces' metadata (their max-active-tasks annotation),
-/// kept by a watch for as long as the controller runs.
+/// A cache of namespaces' metadata (their max-active-tasks annotation and
+/// UID), kept by a watch for as long as the controller runs.
 fn watch_namespaces(
     client: &Client,
-    only: Option<&str>,
 ) -> kube::runtime::reflector::Store<kube::core::PartialObjectMeta<Namespace>> {
     let (reader, writer) = kube::runtime::reflector::store();
     let api: Api<kube::core::PartialObjectMeta<Namespace>> = Api::all(client.clone());
-    let cfg = match only {
-        Some(n) => watcher::Config::default().fields(&format!("metadata.name={n}")),
-        None => watcher::Config::default(),
-    };
+    let cfg = watcher::Config::default();
     let stream = kube::runtime::reflector(writer, watcher(api, cfg));
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);

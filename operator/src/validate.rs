@@ -1,6 +1,7 @@
 //! Checks the CRD schema already enforces at `kubectl apply`, repeated here so
 //! a Task that slipped past them (an older CRD, a bypassed webhook) fails
-//! with reason InvalidSpec instead of producing a broken Job.
+//! with reason InvalidSpec instead of producing a broken Job; and one no
+//! schema can express: Tasks do not run in the system namespaces.
 
 use crds::Task;
 use crds::bounds::MAX_ENV_NAME_LEN;
@@ -9,8 +10,22 @@ use crds::names::{MAX_NAME_LEN, env};
 /// Most shards a Task may have (as the CRD schema says).
 const MAX_SHARDS: i32 = 1000;
 
+/// Namespaces where no Task runs. The operator's ClusterRole would let it
+/// create Jobs there (RBAC cannot leave namespaces out); the admission
+/// policy `longtask-operator-system-namespaces` refuses those writes, and
+/// this check gives such a Task a terminal status instead of retrying
+/// refused calls for ever.
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
 /// `Ok` or a message naming the offending field.
 pub fn validate(task: &Task) -> Result<(), String> {
+    let namespace = task.metadata.namespace.as_deref().unwrap_or_default();
+    if SYSTEM_NAMESPACES.contains(&namespace) {
+        return Err(format!(
+            "metadata.namespace is {namespace}: Tasks may not run in system namespaces ({}); create the Task in another namespace",
+            SYSTEM_NAMESPACES.join(", ")
+        ));
+    }
     let name = task.metadata.name.as_deref().unwrap_or_default();
     if name.len() > MAX_NAME_LEN {
         return Err(format!(
@@ -181,7 +196,7 @@ mod tests {
     #[test]
     fn table() {
         let long = "a".repeat(64);
-        let cases: Vec<(Task, Option<&str>)> = vec![
+        let mut cases: Vec<(Task, Option<&str>)> = vec![
             (task("ok", |_| {}), None),
             (task(&long, |_| {}), Some("metadata.name")),
             (task("t", |s| s.command.clear()), Some("spec.command")),
@@ -299,6 +314,18 @@ mod tests {
             ),
             (task(&"a".repeat(59), |s| s.shards = 1000), None),
         ];
+        let in_ns = |ns: &str| {
+            let mut t = task("t", |_| {});
+            t.metadata.namespace = Some(ns.into());
+            t
+        };
+        cases.extend([
+            (in_ns("kube-system"), Some("metadata.namespace")),
+            (in_ns("kube-public"), Some("metadata.namespace")),
+            (in_ns("kube-node-lease"), Some("metadata.namespace")),
+            (in_ns("default"), None),
+            (in_ns("kube-systemx"), None),
+        ]);
         for (i, (t, want)) in cases.iter().enumerate() {
             match (validate(t), want) {
                 (Ok(()), None) => {}

@@ -40,6 +40,28 @@ impl Kubectl {
         Ok(stdout)
     }
 
+    /// `kubectl auth can-i ARGS... --as USER`: the API server's answer, yes
+    /// or no (kubectl exits 1 on no, so the exit code alone is no error).
+    pub fn can_i(&self, user: &str, args: &[&str]) -> Result<bool> {
+        let out = self
+            .command()
+            .args(["auth", "can-i"])
+            .args(args)
+            .args(["--as", user])
+            .output()
+            .context("run kubectl auth can-i")?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        match stdout.lines().last().map(str::trim) {
+            Some("yes") => Ok(true),
+            Some(l) if l == "no" || l.starts_with("no ") => Ok(false),
+            _ => bail!(
+                "kubectl auth can-i {} --as {user}: {}{stdout}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+
     /// `kubectl -n NS apply -f -` with the YAML on stdin.
     pub fn apply(&self, ns: &str, yaml: &str) -> Result<String> {
         self.stdin(&["-n", ns, "apply", "-f", "-"], yaml)

@@ -10,6 +10,7 @@ mod hardening;
 mod invalid_spec;
 mod observe;
 mod postmortem;
+mod rbac;
 mod restart;
 mod samples;
 mod scale;
@@ -108,6 +109,11 @@ pub static ALL: &[Case] = &[
         waiting::unschedulable_and_config_error_visible
     ),
     case!(
+        system_namespace_task_refused,
+        false,
+        rbac::system_namespace_task_refused
+    ),
+    case!(
         worker_credentials_confined,
         false,
         security::worker_credentials_confined
@@ -140,6 +146,11 @@ pub static ALL: &[Case] = &[
     case!(result_deleted_unread, true, faults::result_deleted_unread),
     case!(restart_safe, true, restart::restart_safe),
     case!(leader_failover, true, ha::leader_failover),
+    case!(
+        namespaced_install_roles_only,
+        true,
+        rbac::namespaced_install_roles_only
+    ),
     case!(
         leader_killed_in_a_loop,
         true,

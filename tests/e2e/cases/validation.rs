@@ -1,10 +1,14 @@
 //! Bad input is refused at `kubectl apply`, naming the field; the operator
-//! runs with exactly the manifests' RBAC.
+//! runs with exactly the manifests' RBAC, and the admission policy keeps it
+//! out of the system namespaces.
 
 use std::sync::Arc;
 
 use anyhow::{Context as _, Result, bail, ensure};
 use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, sh_task};
+
+/// The operator's account in the default install.
+pub const OPERATOR_SA: &str = "system:serviceaccount:longtask-system:longtask-operator";
 
 pub(super) fn refused(ns: &TestNs, what: &str, yaml: &str, must_mention: &[&str]) -> Result<()> {
     match ns.apply(yaml) {
@@ -61,7 +65,7 @@ pub async fn bad_input_refused(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     Ok(())
 }
 
-pub async fn operator_runs_with_manifest_rbac(c: Arc<Cluster>, _ns: TestNs) -> Result<()> {
+pub async fn operator_runs_with_manifest_rbac(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let pods = c.kubectl.run(&[
         "-n",
         SYSTEM_NS,
@@ -79,29 +83,107 @@ pub async fn operator_runs_with_manifest_rbac(c: Arc<Cluster>, _ns: TestNs) -> R
         "operator pod runs as {line:?}"
     );
     // What the manifests grant, and no more than that: no Secrets, no
-    // cluster-wide writes outside its own kinds.
-    let sa = "system:serviceaccount:longtask-system:longtask-operator";
-    for (verb, resource, sub, want) in [
-        ("create", "jobs.batch", "", "yes"),
-        ("patch", "tasks.longtask.dev", "status", "yes"),
-        ("update", "tasks.longtask.dev", "", "no"),
-        ("get", "secrets", "", "no"),
-        ("delete", "nodes", "", "no"),
-        ("create", "pods", "", "no"),
+    // cluster-wide writes outside its own kinds, no Lease but its own.
+    let sa = OPERATOR_SA;
+    let lease_ns = format!("-n {SYSTEM_NS}");
+    for (args, ns, want) in [
+        ("create jobs.batch", "-n default", true),
+        (
+            "patch tasks.longtask.dev --subresource=status",
+            "-n default",
+            true,
+        ),
+        ("update tasks.longtask.dev", "-n default", false),
+        ("get secrets", "-n default", false),
+        ("delete nodes", "", false),
+        ("create pods", "-n default", false),
+        // Jobs are removed by the garbage collector (owner references).
+        ("delete jobs.batch", "-n default", false),
+        // The worker's ServiceAccount and RoleBinding only, by name.
+        ("patch serviceaccounts/longtask-worker", "-n default", true),
+        ("create serviceaccounts/longtask-worker", "-n default", true),
+        ("create serviceaccounts", "-n default", false),
+        ("patch serviceaccounts/default", "-n default", false),
+        (
+            "create rolebindings.rbac.authorization.k8s.io",
+            "-n default",
+            false,
+        ),
+        // Its own Lease and no other.
+        ("update leases.coordination.k8s.io", "-n kube-system", false),
+        (
+            "update leases.coordination.k8s.io",
+            "-n kube-node-lease",
+            false,
+        ),
+        ("create leases.coordination.k8s.io", "-n kube-system", false),
+        (
+            "update leases.coordination.k8s.io/longtask-operator",
+            &lease_ns,
+            true,
+        ),
+        (
+            "get leases.coordination.k8s.io/longtask-operator",
+            &lease_ns,
+            true,
+        ),
+        ("update leases.coordination.k8s.io/other", &lease_ns, false),
+        (
+            "patch leases.coordination.k8s.io/longtask-operator",
+            &lease_ns,
+            false,
+        ),
+        ("create leases.coordination.k8s.io", &lease_ns, true),
     ] {
-        let sub = format!("--subresource={sub}");
-        let mut args = vec!["auth", "can-i", verb, resource, "--as", sa, "-n", "default"];
-        if sub.len() > "--subresource=".len() {
-            args.push(&sub);
-        }
-        let out = c
-            .kubectl
-            .run(&args)
-            .or_else(|e| Ok::<_, anyhow::Error>(format!("{e:#}")))?;
-        ensure!(
-            out.trim().ends_with(want),
-            "can-i {verb} {resource} as {sa}: {out:?}, want {want}"
-        );
+        let argv: Vec<&str> = args
+            .split_whitespace()
+            .chain(ns.split_whitespace())
+            .collect();
+        let got = c.kubectl.can_i(sa, &argv)?;
+        ensure!(got == want, "can-i {args} {ns} as {sa}: {got}, want {want}");
     }
+    // RBAC allows the operator to create Jobs in kube-system (it cannot
+    // deny); the admission policy refuses it. A server-side dry run goes
+    // through admission and stores nothing.
+    ensure!(
+        c.kubectl
+            .can_i(sa, &["create", "jobs.batch", "-n", "kube-system"])?
+    );
+    for ns in ["kube-system", "kube-public", "kube-node-lease"] {
+        let create = [
+            "--as",
+            sa,
+            "-n",
+            ns,
+            "create",
+            "job",
+            "policy-probe",
+            "--image=longtask-worker:0.1.0",
+            "--dry-run=server",
+        ];
+        match c.kubectl.run(&create) {
+            Ok(out) => bail!("Job create in {ns} as {sa} accepted: {out}"),
+            Err(e) => {
+                let msg = format!("{e:#}");
+                ensure!(
+                    msg.contains("longtask-operator-system-namespaces")
+                        && msg.contains("Tasks may not run in system namespaces"),
+                    "Job create in {ns} as {sa} not refused by the policy:\n{msg}"
+                );
+            }
+        }
+    }
+    // Elsewhere the policy lets the same create through.
+    c.kubectl.run(&[
+        "--as",
+        sa,
+        "-n",
+        &ns.name,
+        "create",
+        "job",
+        "policy-probe",
+        "--image=longtask-worker:0.1.0",
+        "--dry-run=server",
+    ])?;
     Ok(())
 }
