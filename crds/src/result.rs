@@ -227,13 +227,21 @@ impl TaskResult {
         };
         let encoding = data.get(keys::RESULT_ENCODING).map(String::as_str);
         let (result, omitted) = match encoding.map(str::trim) {
-            None | Some("" | encodings::PLAIN) => (
-                data.get(keys::RESULT)
+            None | Some("" | encodings::PLAIN) => {
+                let raw = data
+                    .get(keys::RESULT)
                     .cloned()
                     .unwrap_or_default()
-                    .into_bytes(),
-                false,
-            ),
+                    .into_bytes();
+                // Every size field must match what it describes.
+                if let Some(s) = size.filter(|s| *s != raw.len()) {
+                    return Err(FormatError::BadValue(
+                        keys::RESULT_SIZE,
+                        format!("{s}, but the plain result holds {} bytes", raw.len()),
+                    ));
+                }
+                (raw, false)
+            }
             Some(encodings::GZIP) => {
                 let gz = binary_data
                     .get(keys::RESULT_GZIP)

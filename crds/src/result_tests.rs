@@ -202,3 +202,18 @@ fn truncation_respects_char_boundaries() {
     assert_eq!(truncate_utf8("héllo", 3), "hé");
     assert_eq!(truncate_utf8("abc", 10), "abc");
 }
+
+#[test]
+fn a_plain_result_must_match_its_size() {
+    let mut data = BTreeMap::from([
+        (keys::EXIT_CODE.to_owned(), "0".to_owned()),
+        (keys::RESULT.to_owned(), "FORGED".to_owned()),
+        (keys::RESULT_SIZE.to_owned(), "2".to_owned()),
+    ]);
+    assert!(matches!(
+        TaskResult::from_data(&data),
+        Err(FormatError::BadValue(keys::RESULT_SIZE, _))
+    ));
+    data.insert(keys::RESULT_SIZE.to_owned(), "6".to_owned());
+    assert_eq!(TaskResult::from_data(&data).map(|r| r.result_size), Ok(6));
+}

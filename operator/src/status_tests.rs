@@ -95,6 +95,8 @@ fn results_are_bounded() {
     let mut huge = cm("tu", "j1", 0, "");
     if let Some(d) = huge.data.as_mut() {
         d.insert(keys::RESULT_SIZE.into(), (MAX_RESULT_BYTES + 1).to_string());
+        // As the worker writes it: a result over the limit is not stored.
+        d.insert(keys::RESULT_ENCODING.into(), "omitted".into());
     }
     let s = desired(&task(Some(running())), &obs(Some(&j), Some(&huge), &[])).status;
     assert_eq!(s.reason.as_deref(), Some(reasons::RESULT_TOO_LARGE));
