@@ -9,6 +9,7 @@ use crds::result::{TaskResult, keys as result_keys};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 /// Who controls a Job with the Task's name.
 #[derive(Debug, PartialEq, Eq)]
@@ -21,17 +22,19 @@ pub enum Ownership {
 
 /// Reads the Job's controller owner reference against the Task's UID.
 pub fn ownership(job: &Job, task_uid: &str) -> Ownership {
-    let controller = job
-        .metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true));
-    match controller {
+    match controller(&job.metadata) {
         Some(o) if o.uid == task_uid && o.kind == names::KIND => Ownership::Ours,
         Some(o) => Ownership::Other(Some(o.uid.clone())),
         None => Ownership::Other(None),
     }
+}
+
+/// The controller owner reference of an object, if any.
+fn controller(meta: &ObjectMeta) -> Option<&OwnerReference> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
 }
 
 /// How a Job ended, from its terminal conditions.
@@ -247,13 +250,7 @@ pub fn check_writer(
                     st.pod_uid
                 ));
             }
-            let controller = pod
-                .metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .find(|o| o.controller == Some(true));
-            match controller {
+            match controller(&pod.metadata) {
                 Some(o) if o.kind == "Job" && o.uid == job_uid => {}
                 Some(o) => {
                     return refuse(format!(

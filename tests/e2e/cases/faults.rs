@@ -59,7 +59,8 @@ pub async fn worker_sigkill(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     Ok(())
 }
 
-fn scale(c: &Cluster, replicas: u32) -> Result<()> {
+/// Scales the operator Deployment (exclusive cases only).
+pub(super) fn scale(c: &Cluster, replicas: u32) -> Result<()> {
     c.kubectl.run(&[
         "-n",
         SYSTEM_NS,

@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, operator, sh_task, tasks, wait};
+use longtask_e2e::{Cluster, TestNs, operator, sh_task, tasks, wait};
+
+use super::faults::scale;
 use serde_json::{Value, json};
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -273,17 +275,6 @@ pub async fn blocked_task_starts_when_job_goes(_c: Arc<Cluster>, ns: TestNs) -> 
     ns.k(&["delete", "job", "taken", "--wait=true"])?;
     let t = wait::condition(&api, "taken", "Complete", Duration::from_secs(90)).await?;
     ensure!(t["status"]["result"] == "mine", "status: {}", t["status"]);
-    Ok(())
-}
-
-fn scale(c: &Cluster, replicas: u32) -> Result<()> {
-    c.kubectl.run(&[
-        "-n",
-        SYSTEM_NS,
-        "scale",
-        "deployment/longtask-operator",
-        &format!("--replicas={replicas}"),
-    ])?;
     Ok(())
 }
 
