@@ -11,7 +11,7 @@ use kube::Client;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
 
-use crate::metrics::Metrics;
+use crate::telemetry::metrics::Metrics;
 
 /// Settings from the command line.
 #[derive(Clone, Debug)]
@@ -40,7 +40,7 @@ pub struct Context {
     pub recorder: Recorder,
     pub metrics: Arc<Metrics>,
     pub backoff: Backoff,
-    pub queue: crate::admit::Queue,
+    pub queue: crate::queue::Queue,
     pub rbac: WorkerRbac,
 }
 

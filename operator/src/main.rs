@@ -1,55 +1,22 @@
 //! longtask-operator: reconciles `Task`s into owned batch/v1 Jobs.
 
-mod admit;
-mod apply;
-mod build;
-mod conditions;
-mod context;
-mod election;
-mod error;
-mod events;
-mod facts;
-#[cfg(test)]
-mod fixtures;
-mod leader;
-mod metrics;
-mod observe;
-mod progress;
-#[cfg(test)]
-mod proptests;
-mod queue;
-mod reconcile;
-mod samples;
-mod server;
-mod shape;
-mod shards;
-mod status;
-mod triggers;
-mod validate;
-mod writers;
-
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
-use crds::Task;
-use crds::names::{env, labels};
-use futures::StreamExt;
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
-use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{self, Controller};
+use crds::names::env;
+use kube::Client;
 use kube::runtime::events::{Recorder, Reporter};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::reflector::{self, reflector};
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
-use context::{Backoff, Config, Context};
-use metrics::Metrics;
+use longtask_operator::context::{Backoff, Config, Context, WorkerRbac};
+use longtask_operator::controller;
+use longtask_operator::ha::{elector, lease};
+use longtask_operator::queue::Queue;
+use longtask_operator::telemetry::metrics::Metrics;
+use longtask_operator::telemetry::server;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum LogFormat {
@@ -139,16 +106,6 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
-fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
-where
-    K: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>,
-{
-    match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
-    }
-}
-
 async fn run(cli: Cli) -> Result<(), String> {
     let metrics_addr = server::parse_addr(&cli.metrics_addr)?;
     let health_addr = server::parse_addr(&cli.health_addr)?;
@@ -177,8 +134,8 @@ async fn run(cli: Cli) -> Result<(), String> {
         recorder: Recorder::new(client.clone(), reporter),
         metrics: metrics.clone(),
         backoff: Backoff::default(),
-        queue: admit::Queue::new(cli.max_active_tasks, cli.namespace.clone()),
-        rbac: context::WorkerRbac::new(Duration::from_secs(600)),
+        queue: Queue::new(cli.max_active_tasks, cli.namespace.clone()),
+        rbac: WorkerRbac::new(Duration::from_secs(600)),
     });
     for (what, addr) in [("metrics", metrics_addr), ("health", health_addr)] {
         if let Some(addr) = addr {
@@ -194,11 +151,11 @@ async fn run(cli: Cli) -> Result<(), String> {
                 .instance
                 .clone()
                 .unwrap_or_else(|| format!("longtask-operator-{}", std::process::id()));
-            Some(election::Elector::new(
+            Some(elector::Elector::new(
                 client.clone(),
                 lease_ns,
                 &me,
-                leader::Timings::default(),
+                lease::Timings::default(),
             ))
         }
         _ => {
@@ -209,7 +166,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         }
     };
     let Some(elector) = elector else {
-        run_controller(&cli, client, ctx, metrics).await;
+        controller::run(client, ctx, cli.namespace.as_deref(), cli.concurrency).await;
         return Ok(());
     };
     // A standby serves and is ready: it is healthy, just not leading.
@@ -228,7 +185,7 @@ async fn run(cli: Cli) -> Result<(), String> {
             // Stop reconciling at once: the pod restarts as a standby.
             Err(format!("{lost}; exiting"))
         }
-        () = run_controller(&cli, client, ctx, metrics.clone()) => {
+        () = controller::run(client, ctx, cli.namespace.as_deref(), cli.concurrency) => {
             elector.release().await;
             Ok(())
         }
@@ -249,151 +206,4 @@ async fn shutdown_signal() {
         _ = term => {}
         _ = tokio::signal::ctrl_c() => {}
     }
-}
-
-/// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
-async fn run_controller(cli: &Cli, client: Client, ctx: Arc<Context>, metrics: Arc<Metrics>) {
-    let ns = cli.namespace.as_deref();
-    let tasks: Api<Task> = api(&client, ns);
-    let jobs: Api<Job> = api(&client, ns);
-    let pods: Api<Pod> = api(&client, ns);
-    let cms: Api<PartialObjectMeta<ConfigMap>> = api(&client, ns);
-    let ours = || watcher::Config::default().labels(labels::TASK_UID);
-    // The Task cache holds what reconciles and the queue read, nothing more.
-    let (store, writer) = reflector::store();
-    let task_stream = reflector(
-        writer,
-        watcher(tasks, watcher::Config::default()).modify(slim_task),
-    )
-    .applied_objects();
-    // Owned Jobs and pods wake a Task only when what its status reads
-    // changed (`triggers.rs`); result ConfigMaps on any change (their data
-    // is read on demand, so their watch carries metadata only).
-    let job_stream = triggers::changed(
-        watcher(jobs, ours()).modify(|j: &mut Job| j.managed_fields_mut().clear()),
-        triggers::job_key,
-    );
-    let pod_stream = triggers::changed(
-        watcher(pods, ours()).modify(|p: &mut Pod| p.managed_fields_mut().clear()),
-        triggers::pod_key,
-    );
-    let cm_stream = watcher(cms, ours())
-        .modify(|c| c.managed_fields_mut().clear())
-        .touched_objects();
-    let controller = Controller::for_stream(task_stream, store)
-        .owns_stream(job_stream)
-        .watches_stream(pod_stream, task_of_pod)
-        .watches_stream(cm_stream, task_of_result)
-        .with_config(controller::Config::default().concurrency(cli.concurrency))
-        .shutdown_on_signal();
-    let store = controller.store();
-    ctx.queue.set_tasks(store.clone());
-    // A Namespace is cluster-scoped: watching only one namespace, the
-    // operator makes only namespaced calls (its install has Roles only), so
-    // it reads no Namespace and no namespace annotation.
-    if ns.is_none() {
-        ctx.queue.set_namespaces(watch_namespaces(&client));
-    }
-    metrics.watch_store(store.clone());
-    let ready = metrics.clone();
-    // Poll with a timeout: the store's readiness signal wakes only its most
-    // recent waiter, and the controller itself waits on it too.
-    tokio::spawn(async move {
-        loop {
-            match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
-                Ok(Ok(())) => {
-                    ready.set_ready();
-                    info!("Task cache synced; ready");
-                    break;
-                }
-                Ok(Err(_)) => break,
-                Err(_) => {}
-            }
-        }
-    });
-    info!(
-        namespace = ns.unwrap_or("<all>"),
-        worker_image = cli.worker_image.as_deref().unwrap_or_default(),
-        "starting controller"
-    );
-    controller
-        .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
-        .for_each(|res| async move {
-            if let Err(e) = res {
-                match e {
-                    controller::Error::ObjectNotFound(_) => {}
-                    e => warn!(error = %e, "controller"),
-                }
-            }
-        })
-        .await;
-    info!("controller stopped");
-}
-
-/// A cache of namespaces' metadata (their max-active-tasks annotation and
-/// UID), kept by a watch for as long as the controller runs.
-fn watch_namespaces(
-    client: &Client,
-) -> kube::runtime::reflector::Store<kube::core::PartialObjectMeta<Namespace>> {
-    let (reader, writer) = kube::runtime::reflector::store();
-    let api: Api<kube::core::PartialObjectMeta<Namespace>> = Api::all(client.clone());
-    let cfg = watcher::Config::default();
-    let stream = kube::runtime::reflector(writer, watcher(api, cfg));
-    tokio::spawn(async move {
-        let mut stream = std::pin::pin!(stream);
-        while let Some(ev) = stream.next().await {
-            if let Err(e) = ev {
-                warn!(error = %e, "namespace watch");
-            }
-        }
-    });
-    reader
-}
-
-/// Maps a pod of a Task's Job to that Task (by the label on the pod template).
-fn task_of_pod(pod: Pod) -> Option<ObjectRef<Task>> {
-    let name = pod.labels().get(labels::TASK_NAME)?;
-    Some(ObjectRef::new(name).within(&pod.namespace()?))
-}
-
-/// Keeps out of the Task cache what no reconcile reads: managed fields, the
-/// last-applied annotation, and a terminal Task's result, logs and messages
-/// (a terminal Task is never reconciled; the queue reads only its phase).
-fn slim_task(t: &mut Task) {
-    t.managed_fields_mut().clear();
-    t.annotations_mut()
-        .remove("kubectl.kubernetes.io/last-applied-configuration");
-    if t.is_terminal()
-        && let Some(s) = t.status.take()
-    {
-        // Conditions are kept only when they disagree with the phase, so
-        // the reconciler sees that it must set them right.
-        let conditions = if status::conditions_agree(&s) {
-            Vec::new()
-        } else {
-            s.conditions
-        };
-        t.status = Some(crds::TaskStatus {
-            conditions,
-            phase: s.phase,
-            reason: s.reason,
-            job_name: s.job_name,
-            job_uid: s.job_uid,
-            started_at: s.started_at,
-            completed_at: s.completed_at,
-            attempts: s.attempts,
-            exit_code: s.exit_code,
-            observed_generation: s.observed_generation,
-            ..crds::TaskStatus::default()
-        });
-    }
-}
-
-/// Maps a result ConfigMap to the Task that owns it.
-fn task_of_result(cm: PartialObjectMeta<ConfigMap>) -> Option<ObjectRef<Task>> {
-    let owner = cm
-        .owner_references()
-        .iter()
-        .find(|o| o.kind == crds::names::KIND && o.api_version == crds::names::API_VERSION)?;
-    Some(ObjectRef::new(&owner.name).within(&cm.namespace()?))
 }

@@ -1,0 +1,26 @@
+//! longtask's operator as a library: the binary (`main.rs`) parses flags
+//! and wires these together, so tests can drive a reconcile directly.
+//!
+//! One folder per concern, and no import cycles between them:
+//! - [`reconcile`]: the pipeline for one Task, from the Task cache to its
+//!   status write; the API calls and their errors; the pure Job builder.
+//! - [`status`]: pure; what the cluster shows → the status a Task should
+//!   have (observed facts, shards, progress, conditions, Events).
+//! - [`queue`]: pure; the order Tasks start in under the caps, and the
+//!   caches it is computed from.
+//! - [`ha`]: leader election (pure decisions, and the elector that calls
+//!   the API).
+//! - [`telemetry`]: metrics, what a transition measures, the HTTP server.
+//! - [`controller`]: the watches that wake reconciles.
+
+pub mod call;
+pub mod context;
+pub mod controller;
+pub mod ha;
+pub mod queue;
+pub mod reconcile;
+pub mod status;
+pub mod telemetry;
+
+#[cfg(test)]
+mod fixtures;

@@ -1,0 +1,207 @@
+//! Pure: the queue of Tasks waiting for a slot. A Task holds a slot while
+//! its Job exists and it is not terminal; `--max-active-tasks` caps the
+//! slots of all Tasks, the namespace annotation `longtask.dev/max-active-tasks`
+//! those of one namespace. Waiting Tasks start by priority (higher first),
+//! then creation time, then name and UID. Nothing here is remembered between
+//! reconciles: the plan is recomputed from the Task cache each time.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, HashMap};
+
+use crds::Task;
+use crds::names::annotations;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+/// The caps in force.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `--max-active-tasks`: all Tasks the operator sees.
+    pub global: Option<u32>,
+    /// Namespace → its annotation's cap.
+    pub namespaces: BTreeMap<String, u32>,
+}
+
+impl Limits {
+    /// True when some cap applies to Tasks of `namespace`.
+    pub fn applies_to(&self, namespace: &str) -> bool {
+        self.global.is_some() || self.namespaces.contains_key(namespace)
+    }
+}
+
+/// Reads a namespace's annotation: `Ok(None)` when absent.
+pub fn namespace_limit(
+    annotations: Option<&BTreeMap<String, String>>,
+) -> Result<Option<u32>, String> {
+    let Some(v) = annotations.and_then(|a| a.get(annotations::MAX_ACTIVE_TASKS)) else {
+        return Ok(None);
+    };
+    v.trim().parse().map(Some).map_err(|_| {
+        format!(
+            "annotation {}={v:?} is not a whole number ≥ 0; ignored",
+            annotations::MAX_ACTIVE_TASKS
+        )
+    })
+}
+
+/// One Task as the queue sees it.
+#[derive(Clone, Debug)]
+pub struct Entry<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub priority: i32,
+    pub created: Option<&'a Time>,
+    /// True when it holds a slot (its Job exists), false when it waits.
+    pub holds: bool,
+}
+
+/// The queue's view of `task`: `None` when it neither holds nor wants a
+/// slot (terminal, or not read from the API server). `has_job` says whether
+/// its Job is known to exist beyond what the status records.
+pub fn entry(task: &Task, has_job: bool) -> Option<Entry<'_>> {
+    if task.is_terminal() {
+        return None;
+    }
+    let m = &task.metadata;
+    let recorded = task
+        .status
+        .as_ref()
+        .and_then(|s| s.job_uid.as_ref())
+        .is_some();
+    let holds = recorded || has_job;
+    // A cancelled Task that has not started never will.
+    if task.spec.cancel && !holds {
+        return None;
+    }
+    Some(Entry {
+        namespace: m.namespace.as_deref()?,
+        name: m.name.as_deref()?,
+        uid: m.uid.as_deref()?,
+        priority: task.spec.priority,
+        created: m.creation_timestamp.as_ref(),
+        holds,
+    })
+}
+
+/// Which cap keeps a Task waiting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scope {
+    Global,
+    Namespace,
+}
+
+/// Where a waiting Task stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Wait {
+    /// 1-based place among the Tasks waiting on the same cap.
+    pub position: usize,
+    /// How many Tasks wait on that cap.
+    pub of: usize,
+    pub scope: Scope,
+    pub namespace: String,
+    pub limit: u32,
+}
+
+impl Wait {
+    /// "position 3 of 7 ...", for the status message and Waiting condition.
+    pub fn message(&self) -> String {
+        let cap = match self.scope {
+            Scope::Global => format!(
+                "at most {} Tasks may be active at once (--max-active-tasks)",
+                self.limit
+            ),
+            Scope::Namespace => format!(
+                "at most {} Tasks of namespace {} may be active at once (annotation {})",
+                self.limit,
+                self.namespace,
+                annotations::MAX_ACTIVE_TASKS
+            ),
+        };
+        format!(
+            "position {} of {} in the queue: {cap}",
+            self.position, self.of
+        )
+    }
+}
+
+/// The decision for one Task.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Holds a slot already.
+    Active,
+    /// May start now.
+    Start,
+    /// Must wait.
+    Wait(Wait),
+}
+
+/// Every Task's verdict (by UID), and the ones to start in start order.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub verdicts: HashMap<String, Verdict>,
+    pub start: Vec<String>,
+}
+
+/// The queue: who holds, who may start, who waits and where.
+pub fn plan(entries: &[Entry<'_>], limits: &Limits) -> Plan {
+    let mut used_global = 0u32;
+    let mut used_ns: HashMap<&str, u32> = HashMap::new();
+    let mut out = Plan::default();
+    let mut waiting: Vec<&Entry<'_>> = Vec::new();
+    for e in entries {
+        if e.holds {
+            used_global += 1;
+            *used_ns.entry(e.namespace).or_default() += 1;
+            out.verdicts.insert(e.uid.to_owned(), Verdict::Active);
+        } else {
+            waiting.push(e);
+        }
+    }
+    waiting.sort_by_key(|e| (Reverse(e.priority), e.created, e.name, e.namespace, e.uid));
+    // Tasks blocked per cap, in queue order: positions are counted per cap.
+    let mut blocked: BTreeMap<(Scope, &str), Vec<&str>> = BTreeMap::new();
+    for e in waiting {
+        let ns_cap = limits.namespaces.get(e.namespace).copied();
+        let ns_used = used_ns.get(e.namespace).copied().unwrap_or(0);
+        let scope = if ns_cap.is_some_and(|c| ns_used >= c) {
+            Some((Scope::Namespace, e.namespace))
+        } else if limits.global.is_some_and(|c| used_global >= c) {
+            Some((Scope::Global, ""))
+        } else {
+            None
+        };
+        match scope {
+            Some(key) => blocked.entry(key).or_default().push(e.uid),
+            None => {
+                used_global += 1;
+                *used_ns.entry(e.namespace).or_default() += 1;
+                out.verdicts.insert(e.uid.to_owned(), Verdict::Start);
+                out.start.push(e.uid.to_owned());
+            }
+        }
+    }
+    let ns_of: HashMap<&str, &str> = entries.iter().map(|e| (e.uid, e.namespace)).collect();
+    for ((scope, _), uids) in blocked {
+        let of = uids.len();
+        for (i, uid) in uids.into_iter().enumerate() {
+            let namespace = ns_of.get(uid).copied().unwrap_or_default().to_owned();
+            let limit = match scope {
+                Scope::Global => limits.global.unwrap_or_default(),
+                Scope::Namespace => limits
+                    .namespaces
+                    .get(&namespace)
+                    .copied()
+                    .unwrap_or_default(),
+            };
+            let wait = Wait {
+                position: i + 1,
+                of,
+                scope,
+                namespace,
+                limit,
+            };
+            out.verdicts.insert(uid.to_owned(), Verdict::Wait(wait));
+        }
+    }
+    out
+}

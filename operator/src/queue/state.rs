@@ -1,0 +1,69 @@
+//! What admission decides from, shared by all reconciles: the caps, the
+//! caches of Tasks and namespaces, and the lock that serializes admissions
+//! under a cap. A lock and caches of cluster facts, never Task state.
+
+use std::sync::OnceLock;
+
+use crds::Task;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+/// The caps and what the queue is computed from.
+pub struct Queue {
+    /// `--max-active-tasks`.
+    pub global: Option<u32>,
+    /// The operator's namespace (`--namespace`), if it watches only one.
+    pub scope: Option<String>,
+    tasks: OnceLock<Store<Task>>,
+    namespaces: OnceLock<Store<PartialObjectMeta<Namespace>>>,
+    /// Serializes admissions under a cap.
+    lock: tokio::sync::Mutex<()>,
+}
+
+impl Queue {
+    pub fn new(global: Option<u32>, scope: Option<String>) -> Queue {
+        Queue {
+            global,
+            scope,
+            tasks: OnceLock::new(),
+            namespaces: OnceLock::new(),
+            lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The controller's Task cache.
+    pub fn set_tasks(&self, store: Store<Task>) {
+        let _ = self.tasks.set(store);
+    }
+
+    /// The UID of namespace `name`, if the cache has it.
+    pub fn namespace_uid(&self, name: &str) -> Option<String> {
+        self.namespaces
+            .get()?
+            .get(&ObjectRef::new(name))?
+            .metadata
+            .uid
+            .clone()
+    }
+
+    /// A cache of namespaces' metadata (for their annotation).
+    pub fn set_namespaces(&self, store: Store<PartialObjectMeta<Namespace>>) {
+        let _ = self.namespaces.set(store);
+    }
+
+    /// The Task cache, once the controller runs.
+    pub fn tasks(&self) -> Option<&Store<Task>> {
+        self.tasks.get()
+    }
+
+    /// The namespace cache, when the operator watches all namespaces.
+    pub fn namespaces(&self) -> Option<&Store<PartialObjectMeta<Namespace>>> {
+        self.namespaces.get()
+    }
+
+    /// Holds admissions under a cap to one at a time.
+    pub async fn lock(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.lock.lock().await
+    }
+}

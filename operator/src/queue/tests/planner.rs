@@ -1,0 +1,192 @@
+use std::collections::BTreeMap;
+
+use crds::Phase;
+use crds::conditions::reasons;
+use crds::names::annotations;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::fixtures::at;
+use crate::queue::*;
+
+fn e<'a>(ns: &'a str, name: &'a str, prio: i32, created: &'a Time, holds: bool) -> Entry<'a> {
+    Entry {
+        namespace: ns,
+        name,
+        uid: name,
+        priority: prio,
+        created: Some(created),
+        holds,
+    }
+}
+
+fn limits(global: Option<u32>, ns: &[(&str, u32)]) -> Limits {
+    Limits {
+        global,
+        namespaces: ns.iter().map(|(n, l)| ((*n).to_owned(), *l)).collect(),
+    }
+}
+
+fn waits(p: &Plan, uid: &str) -> (usize, usize, Scope) {
+    match &p.verdicts[uid] {
+        Verdict::Wait(w) => (w.position, w.of, w.scope),
+        v => panic!("{uid}: {v:?}"),
+    }
+}
+
+#[test]
+fn no_cap_starts_everyone_in_order() {
+    let (t1, t2) = (at(1), at(2));
+    let entries = [e("a", "y", 0, &t2, false), e("a", "x", 0, &t1, false)];
+    let p = plan(&entries, &Limits::default());
+    assert_eq!(p.start, vec!["x", "y"]);
+}
+
+#[test]
+fn global_cap_orders_by_age_then_name_and_gives_positions() {
+    let (t1, t2, t3) = (at(1), at(2), at(3));
+    let entries = [
+        e("a", "run", 0, &t1, true),
+        e("a", "c", 0, &t3, false),
+        e("b", "b2", 0, &t2, false),
+        e("a", "b1", 0, &t2, false),
+        e("a", "d", 0, &t3, false),
+    ];
+    let p = plan(&entries, &limits(Some(3), &[]));
+    assert_eq!(p.verdicts["run"], Verdict::Active);
+    // Same second: the name breaks the tie.
+    assert_eq!(p.start, vec!["b1", "b2"]);
+    assert_eq!(waits(&p, "c"), (1, 2, Scope::Global));
+    assert_eq!(waits(&p, "d"), (2, 2, Scope::Global));
+    let Verdict::Wait(w) = &p.verdicts["d"] else {
+        unreachable!()
+    };
+    assert_eq!(
+        w.message(),
+        "position 2 of 2 in the queue: at most 3 Tasks may be active at once (--max-active-tasks)"
+    );
+}
+
+#[test]
+fn priority_goes_first() {
+    let (t1, t2, t3) = (at(1), at(2), at(3));
+    let entries = [
+        e("a", "old", 0, &t1, false),
+        e("a", "urgent", 5, &t3, false),
+        e("a", "mid", 1, &t2, false),
+        e("a", "low", -1, &t1, false),
+    ];
+    let p = plan(&entries, &limits(Some(1), &[]));
+    assert_eq!(p.start, vec!["urgent"]);
+    assert_eq!(waits(&p, "mid"), (1, 3, Scope::Global));
+    assert_eq!(waits(&p, "old"), (2, 3, Scope::Global));
+    assert_eq!(waits(&p, "low"), (3, 3, Scope::Global));
+}
+
+#[test]
+fn namespace_cap_blocks_only_its_namespace() {
+    let t = at(1);
+    let (t2, t3) = (at(2), at(3));
+    let entries = [
+        e("a", "a0", 0, &t, true),
+        e("a", "a1", 0, &t2, false),
+        e("a", "a2", 0, &t3, false),
+        e("b", "b1", 0, &t3, false),
+    ];
+    let p = plan(&entries, &limits(None, &[("a", 1)]));
+    assert_eq!(p.start, vec!["b1"]);
+    assert_eq!(waits(&p, "a1"), (1, 2, Scope::Namespace));
+    assert_eq!(waits(&p, "a2"), (2, 2, Scope::Namespace));
+    let Verdict::Wait(w) = &p.verdicts["a2"] else {
+        unreachable!()
+    };
+    assert!(
+        w.message().contains("Tasks of namespace a"),
+        "{}",
+        w.message()
+    );
+}
+
+#[test]
+fn both_caps_a_namespace_blocked_task_does_not_take_a_global_slot() {
+    let (t1, t2, t3) = (at(1), at(2), at(3));
+    let entries = [
+        e("a", "a0", 0, &t1, true),
+        e("a", "a1", 0, &t2, false),
+        e("b", "b1", 0, &t3, false),
+        e("b", "b2", 0, &t3, false),
+    ];
+    let p = plan(&entries, &limits(Some(2), &[("a", 1)]));
+    assert_eq!(p.start, vec!["b1"]);
+    assert_eq!(waits(&p, "a1"), (1, 1, Scope::Namespace));
+    assert_eq!(waits(&p, "b2"), (1, 1, Scope::Global));
+}
+
+#[test]
+fn a_zero_cap_holds_everything_and_full_caps_start_nothing() {
+    let t = at(1);
+    let entries = [e("a", "x", 0, &t, false), e("a", "y", 0, &t, true)];
+    assert!(plan(&entries, &limits(None, &[("a", 0)])).start.is_empty());
+    assert!(plan(&entries, &limits(Some(1), &[])).start.is_empty());
+}
+
+#[test]
+fn namespace_annotation_parses() {
+    let a = |v: &str| BTreeMap::from([(annotations::MAX_ACTIVE_TASKS.to_owned(), v.to_owned())]);
+    assert_eq!(namespace_limit(None), Ok(None));
+    assert_eq!(namespace_limit(Some(&BTreeMap::new())), Ok(None));
+    assert_eq!(namespace_limit(Some(&a(" 4 "))), Ok(Some(4)));
+    assert!(namespace_limit(Some(&a("-1"))).is_err());
+    assert!(namespace_limit(Some(&a("many"))).is_err());
+}
+
+#[test]
+fn entries_hold_by_status_or_live_job_and_skip_terminal_tasks() {
+    use crate::fixtures::{running, task};
+    let waiting = task(None);
+    assert!(!entry(&waiting, false).unwrap().holds);
+    assert!(entry(&waiting, true).unwrap().holds);
+    assert!(entry(&task(Some(running())), false).unwrap().holds);
+    let mut done = running();
+    done.phase = Some(Phase::Completed);
+    assert!(entry(&task(Some(done)), true).is_none());
+}
+
+#[test]
+fn suspended_job_shows_queued_until_resumed() {
+    use crate::fixtures::{job, obs, task};
+    use crate::status::desired;
+    let mut j = job("j1", Some("tu"), None, 0, 0, 0);
+    j.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
+        suspend: Some(true),
+        ..Default::default()
+    });
+    let s = desired(&task(None), &obs(Some(&j), None, &[])).status;
+    assert_eq!(s.phase, Some(Phase::Queued));
+    assert_eq!(s.reason.as_deref(), Some(reasons::SUSPENDED));
+    let w = s.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
+    assert_eq!(
+        (w.status.as_str(), w.reason.as_str()),
+        ("True", reasons::SUSPENDED)
+    );
+    // Resumed: Running again, Waiting turns False.
+    j.spec = None;
+    let s2 = desired(&task(Some(s)), &obs(Some(&j), None, &[])).status;
+    assert_eq!(s2.phase, Some(Phase::Running));
+    let w = s2.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
+    assert_eq!(w.status, "False");
+    // A finished Job is never shown as suspended.
+    let mut done = job(
+        "j1",
+        Some("tu"),
+        Some(("Failed", "DeadlineExceeded")),
+        0,
+        1,
+        0,
+    );
+    done.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
+        suspend: Some(true),
+        ..Default::default()
+    });
+    let s3 = desired(&task(None), &obs(Some(&done), None, &[])).status;
+    assert_eq!(s3.phase, Some(Phase::Failed));
+}

@@ -1,0 +1,252 @@
+//! Thin: starting Tasks under the caps. The decision is `queue::plan` over
+//! the Task cache; what is decided here is only when to trust it.
+//!
+//! Strictness: every Job creation under a cap happens while holding one
+//! lock (`Queue::lock`, a lock and not Task state), after counting the
+//! Jobs that exist *live* from the API server, so two reconciles cannot
+//! both take the last slot, and a Job created just before is never missed
+//! because the cache lags. The start order holds within one admission
+//! because it creates the Jobs of every Task the plan lets start, in plan
+//! order, not only the Job of the Task being reconciled.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use crds::Task;
+use k8s_openapi::api::batch::v1::Job;
+use kube::ResourceExt;
+use kube::runtime::reflector::{ObjectRef, Store};
+use tracing::{debug, info, warn};
+
+use crate::context::Context;
+use crate::queue::{self, Limits, Plan, Verdict, Wait};
+use crate::reconcile::Error;
+use crate::reconcile::api::ApiError;
+use crate::reconcile::{api, build, validate};
+
+/// What `start` did.
+pub enum Admission {
+    /// The Task's Job (created now or found).
+    Started(Box<Job>),
+    /// The Task waits for a slot.
+    Wait(Wait),
+    /// The API server refused to create the Task's Job for its content
+    /// (the Task's spec is invalid); its message.
+    Refused(String),
+}
+
+/// `Started`, or `Refused` when the API server refused the Job for its
+/// content; other failures are errors (retried).
+fn created(res: Result<Job, ApiError>) -> Result<Admission, Error> {
+    match res {
+        Ok(j) => Ok(Admission::Started(Box::new(j))),
+        Err(e) => match e.job_refused() {
+            Some(why) => Ok(Admission::Refused(why.to_owned())),
+            None => Err(e.into()),
+        },
+    }
+}
+
+/// True when a cap applies to Tasks of `namespace`.
+pub async fn capped(ctx: &Context, namespace: &str) -> Result<bool, Error> {
+    Ok(ctx.queue.global.is_some() || namespace_limit(ctx, namespace).await?.is_some())
+}
+
+/// Starts `task` (creates its Job) unless a cap keeps it waiting.
+pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
+    let id = build::identity(task)?;
+    let own_limit = namespace_limit(ctx, id.namespace).await?;
+    if ctx.queue.global.is_none() && own_limit.is_none() {
+        api::ensure_worker_rbac(ctx, id.namespace).await?;
+        let built = build::job(task, &ctx.config.worker_image)?;
+        return created(api::create_job(ctx, &built).await);
+    }
+    let store = ctx.queue.tasks().ok_or(Error::QueueNotReady)?;
+    let mut limits = cached_limits(ctx);
+    if let Some(l) = own_limit {
+        limits.namespaces.insert(id.namespace.to_owned(), l);
+    }
+    // From the cache alone first: a Task that must wait costs no API call.
+    if let Verdict::Wait(w) = verdict(&plan(store, task, &limits, &BTreeSet::new(), None), id.uid) {
+        return Ok(Admission::Wait(w));
+    }
+    let _guard = ctx.queue.lock().await;
+    let plan = live_plan(ctx, store, task, &limits, None).await?;
+    match verdict(&plan, id.uid) {
+        Verdict::Wait(w) => Ok(Admission::Wait(w)),
+        Verdict::Active => match api::get_job(ctx, id.namespace, id.name).await? {
+            Some(j) => Ok(Admission::Started(Box::new(j))),
+            None => {
+                // Recorded as started but gone: the status logic reports it.
+                let built = build::job(task, &ctx.config.worker_image)?;
+                created(api::create_job(ctx, &built).await)
+            }
+        },
+        Verdict::Start => start_all(ctx, store, &plan, Some(task))
+            .await?
+            .ok_or(Error::QueueNotReady),
+    }
+}
+
+/// After a Task under a cap finished: start the Tasks its slot lets start,
+/// at once rather than at their next look.
+pub async fn drain(ctx: &Context, finished: &Task) -> Result<(), Error> {
+    let Some(store) = ctx.queue.tasks() else {
+        return Ok(());
+    };
+    let id = build::identity(finished)?;
+    let mut limits = cached_limits(ctx);
+    if let Some(l) = namespace_limit(ctx, id.namespace).await? {
+        limits.namespaces.insert(id.namespace.to_owned(), l);
+    }
+    if !limits.applies_to(id.namespace) {
+        return Ok(());
+    }
+    let _guard = ctx.queue.lock().await;
+    let plan = live_plan(ctx, store, finished, &limits, Some(id.uid)).await?;
+    if !plan.start.is_empty() {
+        start_all(ctx, store, &plan, None).await?;
+    }
+    Ok(())
+}
+
+/// The plan over the cache, with the live Jobs; `done` is left out (it just
+/// finished but the cache may not show it yet).
+async fn live_plan(
+    ctx: &Context,
+    store: &Store<Task>,
+    task: &Task,
+    limits: &Limits,
+    done: Option<&str>,
+) -> Result<Plan, Error> {
+    let ns = task.namespace().unwrap_or_default();
+    let list_ns = match (&ctx.queue.scope, ctx.queue.global) {
+        (Some(s), _) => Some(s.as_str()),
+        (None, Some(_)) => None,
+        (None, None) => Some(ns.as_str()),
+    };
+    let live: BTreeSet<String> = api::list_job_task_uids(ctx, list_ns)
+        .await?
+        .into_iter()
+        .map(|(_, uid)| uid)
+        .collect();
+    Ok(plan(store, task, limits, &live, done))
+}
+
+fn plan(
+    store: &Store<Task>,
+    me: &Task,
+    limits: &Limits,
+    live: &BTreeSet<String>,
+    done: Option<&str>,
+) -> Plan {
+    let mut tasks: Vec<Arc<Task>> = store.state();
+    let my_uid = me.metadata.uid.as_deref();
+    if !tasks.iter().any(|t| t.metadata.uid.as_deref() == my_uid) {
+        tasks.push(Arc::new(me.clone()));
+    }
+    let entries: Vec<queue::Entry<'_>> = tasks
+        .iter()
+        .filter(|t| done.is_none_or(|d| t.metadata.uid.as_deref() != Some(d)))
+        // Without a global cap only the Task's own namespace matters.
+        .filter(|t| limits.global.is_some() || t.metadata.namespace == me.metadata.namespace)
+        .filter(|t| wants_slot(t) || t.metadata.uid.as_deref() == my_uid)
+        .filter_map(|t| {
+            let has_job = t.metadata.uid.as_ref().is_some_and(|u| live.contains(u));
+            queue::entry(t, has_job)
+        })
+        .collect();
+    queue::plan(&entries, limits)
+}
+
+/// Tasks the queue leaves out: invalid ones (they fail), and ones whose
+/// Job name is taken by another Task's Job (they cannot start).
+fn wants_slot(t: &Task) -> bool {
+    !crate::status::is_blocked(t) && validate::validate(t).is_ok()
+}
+
+fn verdict(plan: &Plan, uid: &str) -> Verdict {
+    plan.verdicts.get(uid).cloned().unwrap_or(Verdict::Start)
+}
+
+/// Creates the Jobs of every Task the plan starts, in start order; returns
+/// what became of `me`'s, if it is one of them. A Job the API server
+/// refuses for its content is skipped: its Task fails (InvalidSpec) when
+/// its own reconcile meets the same refusal, and never fails another.
+async fn start_all(
+    ctx: &Context,
+    store: &Store<Task>,
+    plan: &Plan,
+    me: Option<&Task>,
+) -> Result<Option<Admission>, Error> {
+    let mut by_uid: HashMap<String, Arc<Task>> = store
+        .state()
+        .into_iter()
+        .filter_map(|t| Some((t.metadata.uid.clone()?, t)))
+        .collect();
+    let mine = me.and_then(|t| t.metadata.uid.clone()).unwrap_or_default();
+    if let Some(t) = me {
+        by_uid.insert(mine.clone(), Arc::new(t.clone()));
+    }
+    let mut rbac_done = BTreeSet::new();
+    let mut out = None;
+    for uid in &plan.start {
+        let Some(t) = by_uid.get(uid) else { continue };
+        let ns = t.namespace().unwrap_or_default();
+        if rbac_done.insert(ns.clone()) {
+            api::ensure_worker_rbac(ctx, &ns).await?;
+        }
+        let built = build::job(t, &ctx.config.worker_image)?;
+        let admission = created(api::create_job(ctx, &built).await)?;
+        if matches!(admission, Admission::Refused(_)) {
+            info!(task = %t.name_any(), namespace = %ns, "its Job was refused; it fails when reconciled");
+        } else {
+            info!(task = %t.name_any(), namespace = %ns, "admitted from the queue");
+        }
+        if *uid == mine {
+            out = Some(admission);
+        }
+    }
+    Ok(out)
+}
+
+/// The cap of `namespace` from its annotation: the cache, else a live read.
+/// None when the operator watches one namespace: it reads no Namespace then
+/// (cluster-scoped; a namespaced install grants no such read).
+async fn namespace_limit(ctx: &Context, namespace: &str) -> Result<Option<u32>, Error> {
+    if ctx.queue.scope.is_some() {
+        return Ok(None);
+    }
+    let cached = ctx
+        .queue
+        .namespaces()
+        .and_then(|s| s.get(&ObjectRef::new(namespace)));
+    let annotations = match cached {
+        Some(ns) => ns.metadata.annotations.clone(),
+        None => api::namespace_annotations(ctx, namespace).await?,
+    };
+    Ok(
+        queue::namespace_limit(annotations.as_ref()).unwrap_or_else(|e| {
+            warn!(namespace, "{e}");
+            None
+        }),
+    )
+}
+
+/// The caps of every namespace in the cache.
+fn cached_limits(ctx: &Context) -> Limits {
+    let mut namespaces = BTreeMap::new();
+    for ns in ctx.queue.namespaces().map(Store::state).unwrap_or_default() {
+        match queue::namespace_limit(ns.metadata.annotations.as_ref()) {
+            Ok(Some(l)) => {
+                namespaces.insert(ns.name_any(), l);
+            }
+            Ok(None) => {}
+            Err(e) => debug!(namespace = %ns.name_any(), "{e}"),
+        }
+    }
+    Limits {
+        global: ctx.queue.global,
+        namespaces,
+    }
+}

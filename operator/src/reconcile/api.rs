@@ -1,0 +1,458 @@
+//! Every API call of the reconciler, each bounded by the configured timeout
+//! and counted in the metrics. Thin: decisions live in `status.rs`.
+
+use std::future::Future;
+
+use crds::names::{API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
+use crds::{Task, TaskStatus};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::events::{Event, EventType};
+use kube::{Api, Resource, ResourceExt};
+use tracing::{info, warn};
+
+use crate::call::{self, CallError};
+use crate::context::Context;
+use crate::reconcile::build;
+use crate::status::events::Note;
+
+/// Failures of the API calls here: one variant per call, naming its
+/// object. The variant's name in snake_case is its `category()`, the label
+/// of `longtask_reconcile_errors_total`.
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum ApiError {
+    #[error("cannot get Job {namespace}/{name}")]
+    GetJob {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot create Job {namespace}/{name}")]
+    CreateJob {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot suspend Job {namespace}/{name}")]
+    SuspendJob {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot list the Jobs of {namespace} to count active Tasks")]
+    ListJobs {
+        namespace: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get namespace {name} for its Task limit")]
+    GetNamespace {
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot list the shard results of Task {namespace}/{name}")]
+    ListResults {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot list pods of Job {namespace}/{name}")]
+    ListPods {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get Task {namespace}/{name}")]
+    GetTask {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get pod {namespace}/{name}")]
+    GetPod {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get result ConfigMap {namespace}/{name}")]
+    GetResult {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot apply ServiceAccount {namespace}/{name}")]
+    ApplyServiceAccount {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot apply RoleBinding {namespace}/{name}")]
+    ApplyRoleBinding {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot patch status of Task {namespace}/{name}")]
+    PatchStatus {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+}
+
+impl ApiError {
+    /// The failed call's own error.
+    fn call(&self) -> Option<&CallError> {
+        CallError::within(self)
+    }
+
+    /// True for a 409 Conflict (e.g. a stale resourceVersion precondition).
+    pub fn is_conflict(&self) -> bool {
+        self.call().and_then(CallError::code) == Some(409)
+    }
+
+    /// The API server's message when it refused to create the Job for its
+    /// content (see [`CallError::refusal`]): the Task's spec is invalid.
+    pub fn job_refused(&self) -> Option<&str> {
+        match self {
+            Self::CreateJob { source, .. } => source.refusal(),
+            _ => None,
+        }
+    }
+
+    /// Short, bounded name of the failing call (a metric label).
+    pub fn category(&self) -> &'static str {
+        self.into()
+    }
+}
+
+/// Runs one API call with the timeout, recording its outcome.
+async fn call<T>(
+    ctx: &Context,
+    verb: &'static str,
+    fut: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, CallError> {
+    let limit = ctx.config.api_timeout;
+    let res = match tokio::time::timeout(limit, fut).await {
+        Ok(r) => r.map_err(CallError::from),
+        Err(_) => Err(CallError::Timeout(limit)),
+    };
+    ctx.metrics.api_request(verb, call::outcome(&res));
+    res
+}
+
+fn apply_params() -> PatchParams {
+    PatchParams::apply(OPERATOR_FIELD_MANAGER).force()
+}
+
+/// The Job named `name`, if it exists.
+pub async fn get_job(ctx: &Context, namespace: &str, name: &str) -> Result<Option<Job>, ApiError> {
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApiError::GetJob {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Creates the Job, or returns the one already there (AlreadyExists is
+/// expected after a restart or a stale read; its owner is checked later).
+pub async fn create_job(ctx: &Context, job: &Job) -> Result<Job, ApiError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let err = |source| ApiError::CreateJob {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        source,
+    };
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    match call(ctx, "create", api.create(&PostParams::default(), job)).await {
+        Ok(created) => {
+            info!(job = %name, "created Job");
+            ctx.metrics.job_created();
+            Ok(created)
+        }
+        Err(CallError::Kube(kube::Error::Api(s))) if s.is_already_exists() => {
+            info!(job = %name, "Job already exists; reading it");
+            match get_job(ctx, &namespace, &name).await? {
+                Some(j) => Ok(j),
+                None => Err(err(CallError::Kube(kube::Error::Api(s)))),
+            }
+        }
+        Err(e) => {
+            if let Some(why) = e.refusal() {
+                warn!(namespace = %namespace, job = %name, refusal = %why, "the API server refused the Job");
+            } else {
+                // Perhaps the namespace was made again: apply its RBAC next time.
+                ctx.rbac.forget(&namespace);
+            }
+            Err(err(e))
+        }
+    }
+}
+
+/// Suspends the Job: the Job controller deletes its pods (SIGTERM, then
+/// SIGKILL after the grace period) and starts no new ones.
+pub async fn suspend_job(ctx: &Context, job: &Job) -> Result<(), ApiError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    // Fenced by UID: never suspend a Job that replaced ours meanwhile.
+    let body = serde_json::json!({
+        "metadata": { "uid": job.metadata.uid },
+        "spec": { "suspend": true },
+    });
+    call(
+        ctx,
+        "patch",
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&body)),
+    )
+    .await
+    .map(|_| info!(job = %name, "suspended Job"))
+    .map_err(|source| ApiError::SuspendJob {
+        namespace,
+        name,
+        source,
+    })
+}
+
+/// Task UIDs (from the label) of every Job the operator made in `namespace`
+/// (`None`: all namespaces), read live from the API server.
+pub async fn list_job_task_uids(
+    ctx: &Context,
+    namespace: Option<&str>,
+) -> Result<Vec<(String, String)>, ApiError> {
+    let api: Api<Job> = match namespace {
+        Some(ns) => Api::namespaced(ctx.client.clone(), ns),
+        None => Api::all(ctx.client.clone()),
+    };
+    let lp = ListParams::default().labels(labels::TASK_UID);
+    let list = call(ctx, "list", api.list_metadata(&lp))
+        .await
+        .map_err(|source| ApiError::ListJobs {
+            namespace: namespace.unwrap_or("all namespaces").to_owned(),
+            source,
+        })?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter_map(|j| {
+            let ns = j.metadata.namespace.clone()?;
+            let uid = j.metadata.labels.as_ref()?.get(labels::TASK_UID)?.clone();
+            Some((ns, uid))
+        })
+        .collect())
+}
+
+/// The annotations of namespace `name` (absent namespace: none).
+pub async fn namespace_annotations(
+    ctx: &Context,
+    name: &str,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, ApiError> {
+    let api: Api<Namespace> = Api::all(ctx.client.clone());
+    call(ctx, "get", api.get_metadata_opt(name))
+        .await
+        .map(|ns| ns.and_then(|n| n.metadata.annotations))
+        .map_err(|source| ApiError::GetNamespace {
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// The result ConfigMaps of the shards of Task `name` (by the Task UID label).
+pub async fn list_shard_results(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    task_uid: &str,
+) -> Result<Vec<ConfigMap>, ApiError> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    let lp = ListParams::default().labels(&format!(
+        "{}={task_uid},{}",
+        labels::TASK_UID,
+        labels::SHARD
+    ));
+    call(ctx, "list", api.list(&lp))
+        .await
+        .map(|l| l.items)
+        .map_err(|source| ApiError::ListResults {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Pods controlled by `job` (found by the Task UID label, fenced by Job UID).
+pub async fn list_pods(
+    ctx: &Context,
+    namespace: &str,
+    task_uid: &str,
+    job: &Job,
+) -> Result<Vec<Pod>, ApiError> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    let lp = ListParams::default().labels(&format!("{}={task_uid}", labels::TASK_UID));
+    let list = call(ctx, "list", api.list(&lp))
+        .await
+        .map_err(|source| ApiError::ListPods {
+            namespace: namespace.to_owned(),
+            name: job.name_any(),
+            source,
+        })?;
+    let job_uid = job.metadata.uid.as_deref();
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == job_uid)
+        })
+        .collect())
+}
+
+/// The Task `name` as stored (the cache holds terminal Tasks slimmed).
+pub async fn get_task(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Task>, ApiError> {
+    let api: Api<Task> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApiError::GetTask {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// The pod `name`, if it exists.
+pub async fn get_pod(ctx: &Context, namespace: &str, name: &str) -> Result<Option<Pod>, ApiError> {
+    let api: Api<Pod> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApiError::GetPod {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// The result ConfigMap `name`, if it exists.
+pub async fn get_result(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<ConfigMap>, ApiError> {
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map_err(|source| ApiError::GetResult {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Server-side applies the worker's ServiceAccount and RoleBinding, unless
+/// this namespace got them lately (`WorkerRbac`).
+pub async fn ensure_worker_rbac(ctx: &Context, namespace: &str) -> Result<(), ApiError> {
+    let ns_uid = ctx.queue.namespace_uid(namespace);
+    if ctx.rbac.fresh(namespace, ns_uid.as_deref()) {
+        return Ok(());
+    }
+    let sa = build::worker_service_account(namespace);
+    let sa_name = sa.name_any();
+    let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
+    call(
+        ctx,
+        "apply",
+        api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
+    )
+    .await
+    .map_err(|source| ApiError::ApplyServiceAccount {
+        namespace: namespace.to_owned(),
+        name: sa_name,
+        source,
+    })?;
+    let rb = build::worker_role_binding(namespace);
+    let rb_name = rb.name_any();
+    let api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), namespace);
+    call(
+        ctx,
+        "apply",
+        api.patch(&rb_name, &apply_params(), &Patch::Apply(&rb)),
+    )
+    .await
+    .map_err(|source| ApiError::ApplyRoleBinding {
+        namespace: namespace.to_owned(),
+        name: rb_name,
+        source,
+    })?;
+    ctx.rbac.ensured(namespace, ns_uid);
+    Ok(())
+}
+
+/// Server-side applies the whole status, fenced by the Task's
+/// resourceVersion so a reconcile from a stale cache gets a conflict
+/// instead of overwriting newer status.
+pub async fn patch_status(ctx: &Context, task: &Task, status: &TaskStatus) -> Result<(), ApiError> {
+    let namespace = task.namespace().unwrap_or_default();
+    let name = task.name_any();
+    let body = serde_json::json!({
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": { "name": name, "resourceVersion": task.resource_version() },
+        "status": status,
+    });
+    let api: Api<Task> = Api::namespaced(ctx.client.clone(), &namespace);
+    call(
+        ctx,
+        "patch_status",
+        api.patch_status(&name, &apply_params(), &Patch::Apply(&body)),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| ApiError::PatchStatus {
+        namespace,
+        name,
+        source,
+    })
+}
+
+/// Publishes an Event on the Task; failures are logged, never fatal.
+pub async fn publish(ctx: &Context, task: &Task, note: &Note) {
+    let ev = Event {
+        type_: if note.warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: note.reason.to_owned(),
+        note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
+        action: note.action.to_owned(),
+        secondary: None,
+    };
+    let reference = task.object_ref(&());
+    match call(ctx, "create_event", ctx.recorder.publish(&ev, &reference)).await {
+        Ok(()) => ctx.metrics.event_published(note.reason),
+        Err(e) => warn!(reason = note.reason, error = %e, "cannot publish Event"),
+    }
+}

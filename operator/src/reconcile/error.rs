@@ -1,0 +1,100 @@
+//! Everything a reconcile can fail with: the failing step's own error.
+
+use crate::reconcile::api::ApiError;
+use crate::reconcile::build::BuildError;
+
+/// Everything a reconcile can fail with.
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum Error {
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    #[error("cannot build the Job")]
+    Build(#[from] BuildError),
+    #[error("the Task cache is not ready yet; cannot place the Task in the queue")]
+    QueueNotReady,
+}
+
+impl Error {
+    /// Short, bounded error category (a metric label).
+    pub fn category(&self) -> &'static str {
+        match self {
+            Self::Api(e) => e.category(),
+            other => other.into(),
+        }
+    }
+
+    /// True when retrying cannot help until the object changes.
+    pub fn waits_for_change(&self) -> bool {
+        match self {
+            Self::Build(_) => true,
+            // Normally a status (InvalidSpec) instead of an error; never retried.
+            Self::Api(e) => e.job_refused().is_some(),
+            Self::QueueNotReady => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::call::CallError;
+
+    fn api(code: u16, reason: &str) -> CallError {
+        CallError::Kube(kube::Error::Api(
+            kube::core::Status::failure("the server says why", reason)
+                .with_code(code)
+                .boxed(),
+        ))
+    }
+
+    fn create(source: CallError) -> ApiError {
+        ApiError::CreateJob {
+            namespace: "ns".into(),
+            name: "t".into(),
+            source,
+        }
+    }
+
+    #[test]
+    fn refusals_are_what_the_request_carries() {
+        let cases = [
+            (api(422, "Invalid"), true),
+            (api(400, "BadRequest"), true),
+            (api(413, "RequestEntityTooLarge"), true),
+            // RBAC, quota, a terminating namespace: they change on their own.
+            (api(403, "Forbidden"), false),
+            (api(404, "NotFound"), false),
+            (api(409, "AlreadyExists"), false),
+            (api(409, "Conflict"), false),
+            (api(429, "TooManyRequests"), false),
+            (api(500, "InternalError"), false),
+            (api(503, "ServiceUnavailable"), false),
+            (api(504, "Timeout"), false),
+            (CallError::Timeout(Duration::from_secs(1)), false),
+        ];
+        for (e, want) in cases {
+            let code = e.code();
+            assert_eq!(e.refusal().is_some(), want, "{code:?}: {e}");
+            let err = Error::Api(create(e));
+            assert_eq!(err.waits_for_change(), want, "{code:?}");
+        }
+        assert_eq!(
+            create(api(422, "Invalid")).job_refused(),
+            Some("the server says why")
+        );
+    }
+
+    #[test]
+    fn only_a_job_create_is_a_spec_refusal() {
+        let e = ApiError::PatchStatus {
+            namespace: "ns".into(),
+            name: "t".into(),
+            source: api(422, "Invalid"),
+        };
+        assert_eq!(e.job_refused(), None);
+        assert!(!Error::Api(e).waits_for_change());
+    }
+}

@@ -1,0 +1,178 @@
+use crds::Task;
+use crds::TaskSpec;
+use crds::names::env;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Container;
+use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+use crate::reconcile::build::*;
+
+fn task(f: impl FnOnce(&mut TaskSpec)) -> Task {
+    let mut spec = TaskSpec {
+        command: vec!["sh".into(), "-c".into()],
+        args: vec!["echo hi".into()],
+        env: vec![EnvVar {
+            name: "A".into(),
+            value: Some("1".into()),
+            ..EnvVar::default()
+        }],
+        resources: None,
+        timeout_seconds: None,
+        retries: 0,
+        ttl_seconds_after_finished: None,
+        start_timeout_seconds: None,
+        cancel: false,
+        priority: 0,
+        shards: 1,
+        parallelism: None,
+    };
+    f(&mut spec);
+    let mut t = Task::new("hello", spec);
+    t.metadata.namespace = Some("ns".into());
+    t.metadata.uid = Some("uid-1".into());
+    t
+}
+
+fn container(job: &Job) -> &Container {
+    &job.spec
+        .as_ref()
+        .unwrap()
+        .template
+        .spec
+        .as_ref()
+        .unwrap()
+        .containers[0]
+}
+
+fn env_value<'a>(c: &'a Container, name: &str) -> Option<&'a EnvVar> {
+    c.env.as_ref().unwrap().iter().find(|e| e.name == name)
+}
+
+#[test]
+fn job_carries_name_owner_and_labels() {
+    let j = job(&task(|_| {}), "reg/longtask-worker:0.1.0").unwrap();
+    assert_eq!(j.metadata.name.as_deref(), Some("hello"));
+    assert_eq!(j.metadata.namespace.as_deref(), Some("ns"));
+    let o = &j.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((o.kind.as_str(), o.uid.as_str()), ("Task", "uid-1"));
+    assert_eq!(
+        (o.controller, o.block_owner_deletion),
+        (Some(true), Some(true))
+    );
+    let want = task_labels(&identity(&task(|_| {})).unwrap());
+    assert_eq!(j.metadata.labels.as_ref(), Some(&want));
+    let tmpl = &j.spec.as_ref().unwrap().template;
+    assert_eq!(tmpl.metadata.as_ref().unwrap().labels.as_ref(), Some(&want));
+}
+
+#[test]
+fn spec_maps_onto_the_job() {
+    let cases: Vec<(Task, Option<i64>, i32, Option<i32>)> = vec![
+        (task(|_| {}), None, 0, None),
+        (task(|s| s.timeout_seconds = Some(2)), Some(2), 0, None),
+        (task(|s| s.retries = 3), None, 3, None),
+        (
+            task(|s| s.ttl_seconds_after_finished = Some(60)),
+            None,
+            0,
+            Some(60),
+        ),
+    ];
+    for (i, (t, deadline, backoff, ttl)) in cases.into_iter().enumerate() {
+        let s = job(&t, "w").unwrap().spec.unwrap();
+        assert_eq!(s.active_deadline_seconds, deadline, "case {i}");
+        assert_eq!(s.backoff_limit, Some(backoff), "case {i}");
+        assert_eq!(s.ttl_seconds_after_finished, ttl, "case {i}");
+        let pod = s.template.spec.unwrap();
+        assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+        assert_eq!(pod.service_account_name.as_deref(), Some("longtask-worker"));
+    }
+}
+
+#[test]
+fn container_runs_the_worker_with_the_program() {
+    let res = ResourceRequirements {
+        requests: Some([("cpu".to_owned(), Quantity("1".into()))].into()),
+        ..ResourceRequirements::default()
+    };
+    let j = job(&task(|s| s.resources = Some(res.clone())), "img").unwrap();
+    let c = container(&j);
+    assert_eq!(c.name, "worker");
+    assert_eq!(c.image.as_deref(), Some("img"));
+    assert_eq!(
+        c.args.as_deref().unwrap(),
+        ["run", "--", "sh", "-c", "echo hi"]
+    );
+    assert_eq!(c.resources.as_ref(), Some(&res));
+    assert_eq!(
+        env_value(c, "A").and_then(|e| e.value.as_deref()),
+        Some("1")
+    );
+    assert_eq!(
+        env_value(c, env::TASK_UID).and_then(|e| e.value.as_deref()),
+        Some("uid-1")
+    );
+    let field = |n| {
+        env_value(c, n)
+            .and_then(|e| e.value_from.as_ref())
+            .and_then(|v| v.field_ref.as_ref())
+            .map(|f| f.field_path.clone())
+    };
+    assert_eq!(
+        field(env::JOB_UID).as_deref(),
+        Some("metadata.labels['batch.kubernetes.io/controller-uid']")
+    );
+    assert_eq!(field(env::POD_NAME).as_deref(), Some("metadata.name"));
+    assert_eq!(field(env::NAMESPACE).as_deref(), Some("metadata.namespace"));
+}
+
+#[test]
+fn pod_fits_the_restricted_standard() {
+    let j = job(&task(|_| {}), "img").unwrap();
+    let pod = j.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    let psc = pod.security_context.as_ref().unwrap();
+    assert_eq!(psc.run_as_non_root, Some(true));
+    assert_eq!(
+        psc.seccomp_profile.as_ref().map(|s| s.type_.as_str()),
+        Some("RuntimeDefault")
+    );
+    let sc = container(&j).security_context.as_ref().unwrap();
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(
+        sc.capabilities.as_ref().and_then(|c| c.drop.clone()),
+        Some(vec!["ALL".to_owned()])
+    );
+}
+
+#[test]
+fn building_twice_gives_the_same_job() {
+    let t = task(|_| {});
+    assert_eq!(job(&t, "img").unwrap(), job(&t, "img").unwrap());
+}
+
+#[test]
+fn task_without_uid_is_refused() {
+    let mut t = task(|_| {});
+    t.metadata.uid = None;
+    assert!(matches!(
+        job(&t, "img"),
+        Err(BuildError::MissingMetadata("uid"))
+    ));
+}
+
+#[test]
+fn worker_rbac_binds_the_cluster_role() {
+    let rb = worker_role_binding("ns");
+    assert_eq!(rb.role_ref.name, "longtask-worker");
+    assert_eq!(rb.role_ref.kind, "ClusterRole");
+    let s = &rb.subjects.unwrap()[0];
+    assert_eq!(
+        (s.name.as_str(), s.namespace.as_deref()),
+        ("longtask-worker", Some("ns"))
+    );
+    assert_eq!(
+        worker_service_account("ns").metadata.name.as_deref(),
+        Some("longtask-worker")
+    );
+}

@@ -1,0 +1,471 @@
+//! Pure: what the Job, its pods and the result ConfigMap say about a Task,
+//! gathered into `Facts` that `status.rs` turns into a status.
+
+use crds::conditions::reasons;
+use crds::result::TaskResult;
+use crds::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskStatus};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+
+use crate::status::Observed;
+use crate::status::observe::{self, Finish};
+use crate::status::progress;
+
+/// The facts a status is assembled from.
+#[derive(Default)]
+pub struct Facts {
+    pub phase: Option<Phase>,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+    pub waiting: Option<(String, String)>,
+    pub exit_code: Option<i32>,
+    pub result: Option<String>,
+    pub job_uid: Option<String>,
+    pub pod_name: Option<String>,
+    pub started_at: Option<Time>,
+    pub completed_at: Option<Time>,
+    pub attempts: Option<i32>,
+    /// sha256 of the accepted result, and the program's last output lines.
+    pub result_digest: Option<String>,
+    pub log_tail: Option<String>,
+    /// Look again after this long (a start deadline), if nothing happens first.
+    pub wake_in: Option<std::time::Duration>,
+    pub shards: Option<ShardCounts>,
+    pub shard_results: Vec<ShardResult>,
+    pub shard_results_truncated: bool,
+    pub progress: Option<TaskProgress>,
+}
+
+/// Keeps what is recorded (used before a Job exists).
+pub fn carry(prev: &TaskStatus) -> Facts {
+    Facts {
+        phase: prev.phase,
+        reason: prev.reason.clone(),
+        message: prev.message.clone(),
+        exit_code: prev.exit_code,
+        result: prev.result.clone(),
+        job_uid: prev.job_uid.clone(),
+        pod_name: prev.pod_name.clone(),
+        started_at: prev.started_at.clone(),
+        completed_at: prev.completed_at.clone(),
+        attempts: prev.attempts,
+        waiting: None,
+        wake_in: None,
+        result_digest: prev.result_digest.clone(),
+        log_tail: prev.log_tail.clone(),
+        shards: prev.shards.clone(),
+        shard_results: prev.shard_results.clone(),
+        shard_results_truncated: prev.shard_results_truncated == Some(true),
+        progress: prev.progress.clone(),
+    }
+}
+
+pub fn blocked(task: &Task, prev: &TaskStatus, owner: Option<String>) -> Facts {
+    let name = task.metadata.name.as_deref().unwrap_or_default();
+    let who = owner.map_or("no controller".to_owned(), |u| {
+        format!("the controller with UID {u}")
+    });
+    Facts {
+        reason: Some(reasons::JOB_OWNED_BY_OTHER.to_owned()),
+        message: Some(format!(
+            "a Job named {name} already exists and belongs to {who}, not to this Task; \
+             waiting for it to be deleted"
+        )),
+        ..carry(prev)
+    }
+}
+
+/// What a Task whose Job vanished or was replaced keeps: its record, and
+/// the time it ended (now, unless recorded).
+pub fn lost_base(prev: &TaskStatus, obs: &Observed<'_>) -> Facts {
+    let completed_at = Some(prev.completed_at.clone().unwrap_or_else(|| obs.now.clone()));
+    Facts {
+        completed_at,
+        ..carry(prev)
+    }
+}
+
+/// The Task's (single) Job vanished or was replaced: finish from the result
+/// the recorded Job left, if any; never adopt another Job.
+pub fn lost(
+    task: &Task,
+    prev: &TaskStatus,
+    obs: &Observed<'_>,
+    job_uid: &str,
+    how: &str,
+    base: Facts,
+) -> Facts {
+    // The Job takes the Task's name; `prev.job_name` may be unset, and the
+    // message must not change once the status records it.
+    let job = task.metadata.name.as_deref().unwrap_or_default();
+    let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    match obs.accept_result(task_uid, job_uid) {
+        Ok(r) if r.too_large() => Facts {
+            phase: Some(Phase::Failed),
+            reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
+            message: Some(format!("{}; its Job {job} {how}", r.too_large_message())),
+            exit_code: Some(r.exit_code),
+            ..base
+        },
+        Ok(r) if r.exit_code == 0 => Facts {
+            phase: Some(Phase::Completed),
+            reason: Some(reasons::SUCCEEDED.to_owned()),
+            message: Some(format!(
+                "the program succeeded; its Job {job} {how} afterwards{}",
+                binary_note(&r)
+            )),
+            exit_code: Some(0),
+            result: Some(r.text()),
+            ..base
+        },
+        Ok(r) => {
+            // The Job's own verdict is gone with it; what is left (the
+            // last attempt's result, the spec, the start time) still tells
+            // how it ended, the same whenever the operator looks.
+            let (reason, why) = lost_failure(task, prev, &r);
+            Facts {
+                phase: Some(Phase::Failed),
+                reason: Some(reason.to_owned()),
+                message: Some(format!(
+                    "{why}; its Job {job} {how} before its final state was read{}",
+                    binary_note(&r)
+                )),
+                exit_code: Some(r.exit_code),
+                result: Some(r.text()),
+                ..base
+            }
+        }
+        Err(_) => Facts {
+            phase: Some(Phase::Failed),
+            reason: Some(reasons::JOB_LOST.to_owned()),
+            message: Some(format!(
+                "the Task's Job {job} (UID {job_uid}) {how} and left no result"
+            )),
+            ..base
+        },
+    }
+}
+
+/// Why a Task whose Job vanished failed, from its last attempt's result: a
+/// Job whose last pod failed ended by its deadline (the program was killed
+/// once `spec.timeoutSeconds` had passed since the start) or else by running
+/// out of retries.
+fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (&'static str, String) {
+    let code = observe::describe_exit(Some(r.exit_code));
+    let killed = matches!(r.exit_code, 137 | 143);
+    let ran = match (&prev.started_at, r.finished_at.parse::<Timestamp>()) {
+        (Some(start), Ok(end)) => Some(end.as_second() - start.0.as_second()),
+        _ => None,
+    };
+    if let (Some(limit), Some(ran)) = (task.spec.timeout_seconds, ran)
+        && killed
+        && ran + 1 >= limit
+    {
+        return (
+            reasons::DEADLINE_EXCEEDED,
+            format!(
+                "the Task ran longer than spec.timeoutSeconds ({limit}s) and was stopped; last \
+                 exit code {code}"
+            ),
+        );
+    }
+    (
+        reasons::BACKOFF_LIMIT_EXCEEDED,
+        format!(
+            "the program failed on its last attempt (spec.retries: {}; attempts seen: {}); last \
+             exit code {code}",
+            task.spec.retries,
+            prev.attempts.unwrap_or(1).max(1)
+        ),
+    )
+}
+
+pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
+    let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    let job_uid = job.metadata.uid.clone().unwrap_or_default();
+    let st = job.status.clone().unwrap_or_default();
+    let finish = observe::finish(job);
+    let active = if finish.is_some() {
+        0
+    } else {
+        st.active.unwrap_or(0)
+    };
+    let counted = st.succeeded.unwrap_or(0) + st.failed.unwrap_or(0) + active;
+    // An unsuspended Job starts its first pod at once: counting it from the
+    // create saves a status patch when the Job controller reports it.
+    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    let first = i32::from(!suspended);
+    let attempts = counted.max(first).max(prev.attempts.unwrap_or(0));
+    let newest = observe::newest(obs.pods);
+    let base = Facts {
+        job_uid: Some(job_uid.clone()),
+        pod_name: newest
+            .and_then(|p| p.metadata.name.clone())
+            .or_else(|| prev.pod_name.clone()),
+        started_at: prev
+            .started_at
+            .clone()
+            .or(st.start_time.clone())
+            .or_else(|| Some(obs.now.clone())),
+        attempts: Some(attempts),
+        exit_code: observe::last_exit_code(obs.pods).or(prev.exit_code),
+        progress: progress::from_config_map(obs.result, task_uid, &job_uid)
+            .or_else(|| prev.progress.clone()),
+        ..Facts::default()
+    };
+    let accepted = obs.accept_result(task_uid, &job_uid);
+    let Some(finish) = finish else {
+        if task.spec.cancel {
+            return cancelling(prev, job, obs, accepted, base);
+        }
+        let waiting = newest.and_then(observe::waiting);
+        let mut wake_in = None;
+        if let (Some((r, m)), Some(limit)) = (&waiting, task.spec.start_timeout_seconds) {
+            let since = job.metadata.creation_timestamp.as_ref().unwrap_or(&obs.now);
+            let left = limit.saturating_sub(obs.now.0.as_second() - since.0.as_second());
+            if left <= 0 {
+                return Facts {
+                    phase: Some(Phase::Failed),
+                    reason: Some((*r).to_owned()),
+                    message: Some(format!(
+                        "the pod could not start within spec.startTimeoutSeconds ({limit}s): {m}"
+                    )),
+                    completed_at: Some(
+                        prev.completed_at.clone().unwrap_or_else(|| obs.now.clone()),
+                    ),
+                    ..base
+                };
+            }
+            wake_in = u64::try_from(left).ok().map(std::time::Duration::from_secs);
+        }
+        return Facts {
+            phase: Some(Phase::Running),
+            reason: waiting.as_ref().map(|w| w.0.to_owned()),
+            message: waiting.as_ref().map(|w| w.1.clone()),
+            waiting: waiting.map(|(r, m)| (r.to_owned(), m)),
+            wake_in,
+            ..base
+        };
+    };
+    let (cond, failed) = match finish {
+        Finish::Complete(c) => (c, false),
+        Finish::Failed(c) => (c, true),
+    };
+    let completed_at = prev
+        .completed_at
+        .clone()
+        .or_else(|| {
+            if failed {
+                None
+            } else {
+                st.completion_time.clone()
+            }
+        })
+        .or(cond.last_transition_time.clone())
+        .or_else(|| Some(obs.now.clone()));
+    let base = Facts {
+        completed_at,
+        ..base
+    };
+    if !failed {
+        return match accepted {
+            Ok(r) if r.too_large() => Facts {
+                phase: Some(Phase::Failed),
+                reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
+                message: Some(r.too_large_message()),
+                exit_code: Some(r.exit_code),
+                ..base
+            },
+            Ok(r) => Facts {
+                phase: Some(Phase::Completed),
+                reason: Some(reasons::SUCCEEDED.to_owned()),
+                message: Some(format!(
+                    "{}{}",
+                    if r.message.is_empty() {
+                        "the program succeeded"
+                    } else {
+                        &r.message
+                    },
+                    binary_note(&r)
+                )),
+                exit_code: Some(r.exit_code),
+                result: Some(r.text()),
+                ..base
+            },
+            Err(why) => Facts {
+                phase: Some(Phase::Failed),
+                reason: Some(reasons::RESULT_MISSING.to_owned()),
+                message: Some(format!("the Job succeeded but {why}")),
+                ..base
+            },
+        };
+    }
+    let reason = observe::failure_reason(cond.reason.as_deref());
+    let (result, worker_msg, exit_code) = match &accepted {
+        Ok(r) => (
+            (!r.too_large()).then(|| r.text()),
+            r.message.clone(),
+            Some(r.exit_code),
+        ),
+        Err(_) => (None, String::new(), base.exit_code),
+    };
+    let mut code = observe::describe_exit(exit_code);
+    if accepted.is_err()
+        && let Some(note) = observe::termination_note(obs.pods)
+    {
+        // The program never ran (or the runtime killed it): say what the
+        // runtime said, not only "128".
+        code = format!("{code} ({note})");
+    }
+    let mut message = match reason {
+        reasons::DEADLINE_EXCEEDED => format!(
+            "the Task ran longer than spec.timeoutSeconds ({}s) and was stopped; last exit code {code}",
+            task.spec.timeout_seconds.unwrap_or_default()
+        ),
+        reasons::BACKOFF_LIMIT_EXCEEDED => format!(
+            "the program failed on all {attempts} attempts (spec.retries: {}); last exit code {code}",
+            task.spec.retries
+        ),
+        _ => format!(
+            "the Job failed ({}): {}; last exit code {code}",
+            cond.reason.as_deref().unwrap_or("no reason"),
+            cond.message.as_deref().unwrap_or("no message")
+        ),
+    };
+    if !worker_msg.is_empty() {
+        message = format!("{message}: {worker_msg}");
+    }
+    if let (Ok(r), Some(_)) = (&accepted, &result) {
+        message.push_str(&binary_note(r));
+    }
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reason.to_owned()),
+        message: Some(message),
+        exit_code,
+        result,
+        ..base
+    }
+}
+
+/// `spec.cancel` on an unfinished Job: Running until the Job is suspended
+/// and its pods are gone, then Failed Cancelled with whatever result the
+/// worker wrote after the program got SIGTERM.
+fn cancelling(
+    prev: &TaskStatus,
+    job: &Job,
+    obs: &Observed<'_>,
+    accepted: Result<TaskResult, String>,
+    base: Facts,
+) -> Facts {
+    // The pod was still waiting to start when the Job was suspended: the
+    // last status said why it waited (kept while the cancel goes on).
+    let waited = prev
+        .conditions
+        .iter()
+        .find(|c| c.type_ == crds::conditions::types::WAITING && c.status == "True");
+    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    if !suspended || observe::live_pods(obs.pods) > 0 {
+        return Facts {
+            phase: Some(Phase::Running),
+            message: Some("cancelling: the Job is suspended and its pod gets SIGTERM".to_owned()),
+            waiting: waited.map(|w| (w.reason.clone(), w.message.clone())),
+            ..base
+        };
+    }
+    let (result, exit_code, worker_msg, note) = match accepted {
+        Ok(r) if !r.too_large() => (
+            Some(r.text()),
+            Some(r.exit_code),
+            r.message.clone(),
+            binary_note(&r),
+        ),
+        Ok(r) => (None, Some(r.exit_code), r.message, String::new()),
+        Err(_) => (None, base.exit_code, String::new(), String::new()),
+    };
+    // No exit code and no result from a pod that was waiting: it never ran.
+    let mut message = match waited {
+        Some(w) if exit_code.is_none() && result.is_none() => format!(
+            "cancelled (spec.cancel) before the program started: its pod never ran (it was \
+             waiting: {}: {}); nothing ran",
+            w.reason, w.message
+        ),
+        _ => {
+            let mut m = format!(
+                "cancelled (spec.cancel): the program was stopped with SIGTERM; exit code {}",
+                observe::describe_exit(exit_code)
+            );
+            if result.is_none() {
+                m.push_str("; it wrote no result");
+            }
+            m
+        }
+    };
+    if !worker_msg.is_empty() {
+        message = format!("{message}: {worker_msg}");
+    }
+    message.push_str(&note);
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reasons::CANCELLED.to_owned()),
+        message: Some(message),
+        exit_code,
+        result,
+        completed_at: Some(obs.now.clone()),
+        ..base
+    }
+}
+
+/// Said of a result that is not UTF-8, whose status copy is lossy.
+fn binary_note(r: &TaskResult) -> String {
+    if r.is_text() {
+        return String::new();
+    }
+    format!(
+        "; the result is binary ({} bytes, not UTF-8): status.result shows it with invalid \
+         bytes as U+FFFD, the result ConfigMap holds it whole (binaryData.resultGzip)",
+        r.result.len()
+    )
+}
+
+/// Cancelled before the Job was created: nothing ran.
+pub fn cancelled_unstarted(prev: &TaskStatus, now: &Time) -> Facts {
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reasons::CANCELLED.to_owned()),
+        message: Some("cancelled (spec.cancel) before its Job was created; nothing ran".to_owned()),
+        completed_at: Some(prev.completed_at.clone().unwrap_or_else(|| now.clone())),
+        ..carry(prev)
+    }
+}
+
+/// Someone else (e.g. Kueue) suspended the Task's running Job: the Task is
+/// Queued with reason Suspended until the Job is resumed.
+pub fn suspended(task: &Task, job: &Job, facts: Facts) -> Facts {
+    let suspend = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    // A cancel suspends the Job itself: that is no one else's suspension.
+    if !suspend || task.spec.cancel || facts.phase != Some(Phase::Running) {
+        return facts;
+    }
+    let confirmed = job
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c.type_ == "Suspended" && c.status == "True")
+        });
+    let message = format!(
+        "the Job is suspended (spec.suspend: true{}), by an admission system such as Kueue or by hand; \
+         the Task runs when the Job is resumed",
+        if confirmed { ", pods stopped" } else { "" }
+    );
+    Facts {
+        phase: Some(Phase::Queued),
+        reason: Some(reasons::SUSPENDED.to_owned()),
+        waiting: Some((reasons::SUSPENDED.to_owned(), message.clone())),
+        message: Some(message),
+        ..facts
+    }
+}

@@ -1,0 +1,324 @@
+use crds::conditions::{reasons, types};
+use crds::result::{MAX_RESULT_BYTES, MAX_STATUS_RESULT_BYTES, keys};
+
+use crate::fixtures::*;
+use crate::status::*;
+
+#[test]
+fn running_status_records_the_job() {
+    let s = running();
+    assert_eq!(
+        (s.job_name.as_deref(), s.job_uid.as_deref()),
+        (Some("t"), Some("j1"))
+    );
+    assert_eq!(s.started_at, Some(at(100)));
+    assert_eq!(s.attempts, Some(1));
+    assert_eq!(
+        cond(&s, types::RUNNING).map(|c| c.status.as_str()),
+        Some("True")
+    );
+    assert!(cond(&s, types::COMPLETE).is_none() && cond(&s, types::FAILED).is_none());
+}
+
+#[test]
+fn completion_moves_only_changed_condition_times() {
+    let mut prev = running();
+    for c in &mut prev.conditions {
+        c.last_transition_time = at(150);
+    }
+    let j = job(
+        "j1",
+        Some("tu"),
+        Some(("Complete", "CompletionsReached")),
+        1,
+        0,
+        0,
+    );
+    let r = cm("tu", "j1", 0, "42\n");
+    let s = desired(&task(Some(prev)), &obs(Some(&j), Some(&r), &[])).status;
+    assert_eq!(s.result.as_deref(), Some("42\n"));
+    assert_eq!(s.completed_at, Some(at(200)));
+    assert_eq!(
+        cond(&s, types::RUNNING).map(|c| c.last_transition_time.clone()),
+        Some(at(500))
+    );
+    assert_eq!(
+        cond(&s, types::COMPLETE).map(|c| c.status.as_str()),
+        Some("True")
+    );
+    // Still running: times stay.
+    let mut prev = running();
+    prev.conditions
+        .iter_mut()
+        .for_each(|c| c.last_transition_time = at(150));
+    let j = job("j1", Some("tu"), None, 0, 0, 1);
+    let s = desired(&task(Some(prev)), &obs(Some(&j), None, &[])).status;
+    assert!(
+        s.conditions
+            .iter()
+            .all(|c| c.last_transition_time == at(150))
+    );
+}
+
+#[test]
+fn timestamps_only_change_is_skipped() {
+    let a = running();
+    let mut b = a.clone();
+    b.started_at = Some(at(999));
+    b.conditions
+        .iter_mut()
+        .for_each(|c| c.last_transition_time = at(999));
+    assert!(!needs_patch(Some(&a), &b));
+    b.attempts = Some(2);
+    assert!(needs_patch(Some(&a), &b));
+    assert!(needs_patch(None, &a));
+}
+
+#[test]
+fn results_are_bounded() {
+    let j = job(
+        "j1",
+        Some("tu"),
+        Some(("Complete", "CompletionsReached")),
+        1,
+        0,
+        0,
+    );
+    let big = "x".repeat(MAX_STATUS_RESULT_BYTES + 10);
+    let r = cm("tu", "j1", 0, &big);
+    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&r), &[])).status;
+    assert_eq!(
+        s.result.as_ref().map(String::len),
+        Some(MAX_STATUS_RESULT_BYTES)
+    );
+    assert_eq!(s.result_truncated, Some(true));
+    let mut huge = cm("tu", "j1", 0, "");
+    if let Some(d) = huge.data.as_mut() {
+        d.insert(keys::RESULT_SIZE.into(), (MAX_RESULT_BYTES + 1).to_string());
+        // As the worker writes it: a result over the limit is not stored.
+        d.insert(keys::RESULT_ENCODING.into(), "omitted".into());
+    }
+    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&huge), &[])).status;
+    assert_eq!(s.reason.as_deref(), Some(reasons::RESULT_TOO_LARGE));
+}
+
+#[test]
+fn backoff_message_names_the_exit_code() {
+    let j = job(
+        "j1",
+        Some("tu"),
+        Some(("Failed", "BackoffLimitExceeded")),
+        0,
+        2,
+        0,
+    );
+    let r = cm("tu", "j1", 3, "");
+    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&r), &[])).status;
+    let m = s.message.unwrap_or_default();
+    assert!(m.contains("exit code 3") && m.contains("2 attempts"), "{m}");
+    assert_eq!(s.attempts, Some(2));
+}
+
+#[test]
+fn invalid_spec_fails_once() {
+    let d = invalid(&task(None), "spec.command is empty".into(), at(5));
+    assert_eq!(d.status.reason.as_deref(), Some(reasons::INVALID_SPEC));
+    assert_eq!(d.next, Next::Done);
+    assert_eq!(
+        cond(&d.status, types::FAILED).map(|c| c.status.as_str()),
+        Some("True")
+    );
+}
+
+#[test]
+fn refused_job_fails_with_the_server_message_once() {
+    let server = r#"Job.batch "t" is invalid: spec.template.spec.containers[0].env[8].valueFrom.fieldRef.fieldPath: Unsupported value: "spec.nonexistent""#;
+    let wait = crate::queue::Wait {
+        position: 1,
+        of: 1,
+        scope: crate::queue::Scope::Global,
+        namespace: "ns".into(),
+        limit: 1,
+    };
+    // Fresh, or queued before a slot freed: either way Failed, InvalidSpec.
+    let queued = queued(&task(None), &wait, at(3)).status;
+    for prev in [None, Some(queued)] {
+        let t = task(prev.clone());
+        let d = refused(&t, server, at(5));
+        let s = &d.status;
+        assert_eq!(s.phase, Some(crds::Phase::Failed));
+        assert_eq!(s.reason.as_deref(), Some(reasons::INVALID_SPEC));
+        let m = s.message.as_deref().unwrap_or_default();
+        assert!(m.contains(server), "{m}");
+        assert_eq!(d.next, Next::Done);
+        assert_eq!(s.job_uid, None);
+        assert_eq!(
+            cond(s, types::FAILED).map(|c| c.status.as_str()),
+            Some("True")
+        );
+        assert_ne!(
+            cond(s, types::WAITING).map(|c| c.status.as_str()),
+            Some("True")
+        );
+        // One Failed Event for the transition, none when seen again.
+        let notes = crate::status::events::transitions(prev.as_ref(), s);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].warning && notes[0].reason == crate::status::events::reason::FAILED);
+        assert!(notes[0].message.contains("InvalidSpec"));
+        assert!(crate::status::events::transitions(Some(s), s).is_empty());
+        assert!(!needs_patch(
+            Some(s),
+            &refused(&task(Some(s.clone())), server, at(9)).status
+        ));
+    }
+}
+
+#[test]
+fn result_is_read_only_when_needed() {
+    let run = job("j1", Some("tu"), None, 0, 0, 1);
+    let done = job("j1", Some("tu"), Some(("Complete", "x")), 1, 0, 0);
+    assert!(wants_result(&task(Some(running())), Some(&run)));
+    assert!(wants_result(&task(Some(running())), Some(&done)));
+    assert!(wants_result(&task(Some(running())), None));
+    assert!(!wants_result(&task(None), None));
+    assert!(!wants_final_result(&task(Some(running())), Some(&run)));
+    assert!(wants_final_result(&task(Some(running())), Some(&done)));
+}
+
+fn cancelled_task(prev: Option<TaskStatus>) -> crds::Task {
+    let mut t = task(prev);
+    t.spec.cancel = true;
+    t
+}
+
+fn suspended(mut j: k8s_openapi::api::batch::v1::Job) -> k8s_openapi::api::batch::v1::Job {
+    j.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
+        suspend: Some(true),
+        ..Default::default()
+    });
+    j
+}
+
+#[test]
+fn cancel_suspends_then_fails_cancelled_with_the_partial_result() {
+    let running_job = job("j1", Some("tu"), None, 0, 0, 1);
+    let t = cancelled_task(Some(running()));
+    // 1. The Job still runs: stop it, stay Running.
+    let d = desired(&t, &obs(Some(&running_job), None, &[]));
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert!(wants_stop(&t, Some(&running_job), &d.status));
+    assert!(wants_result(&t, Some(&running_job)));
+    // 2. Suspended, its pod still terminating: still Running, no second stop.
+    let sj = suspended(running_job.clone());
+    let live = [pod("p1", 1, None, None)];
+    let d = desired(&t, &obs(Some(&sj), None, &live));
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert!(!wants_stop(&t, Some(&sj), &d.status));
+    // 3. Pod gone, the worker wrote what the program had: Failed Cancelled.
+    let r = cm("tu", "j1", 143, "partial");
+    let d = desired(&t, &obs(Some(&sj), Some(&r), &[]));
+    let s = &d.status;
+    assert_eq!(
+        (s.phase, s.reason.as_deref()),
+        (Some(Phase::Failed), Some(reasons::CANCELLED))
+    );
+    assert_eq!(s.result.as_deref(), Some("partial"));
+    assert_eq!(s.exit_code, Some(143));
+    assert!(s.message.as_deref().unwrap_or_default().contains("SIGTERM"));
+    assert_eq!(
+        s.result_digest.as_deref(),
+        Some(digest(b"partial").as_str())
+    );
+    assert_eq!(d.next, Next::Done);
+    // Without a result: still Cancelled, saying so.
+    let d = desired(&t, &obs(Some(&sj), None, &[]));
+    assert_eq!(d.status.reason.as_deref(), Some(reasons::CANCELLED));
+    assert!(d.status.message.unwrap_or_default().contains("no result"));
+}
+
+#[test]
+fn cancel_before_the_job_exists_runs_nothing() {
+    let d = desired(&cancelled_task(None), &obs(None, None, &[]));
+    assert_eq!(d.status.reason.as_deref(), Some(reasons::CANCELLED));
+    assert_eq!(d.status.job_uid, None);
+}
+
+#[test]
+fn cancel_after_the_job_finished_keeps_the_real_outcome() {
+    let j = job(
+        "j1",
+        Some("tu"),
+        Some(("Complete", "CompletionsReached")),
+        1,
+        0,
+        0,
+    );
+    let t = cancelled_task(Some(running()));
+    let r = cm("tu", "j1", 0, "42");
+    let d = desired(&t, &obs(Some(&j), Some(&r), &[]));
+    assert_eq!(d.status.phase, Some(Phase::Completed));
+    assert!(!wants_stop(&t, Some(&j), &d.status));
+}
+
+#[test]
+fn start_timeout_wakes_at_the_deadline_then_fails_with_the_waiting_reason() {
+    let mut j = job("j1", Some("tu"), None, 0, 0, 1);
+    j.metadata.creation_timestamp = Some(at(100));
+    let pods = [pod("p1", 1, None, Some("ErrImagePull"))];
+    let mut t = task(Some(running()));
+    t.spec.start_timeout_seconds = Some(1000);
+    // now = 500: 600 s left.
+    let d = desired(&t, &obs(Some(&j), None, &pods));
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert_eq!(d.next, Next::Wake(std::time::Duration::from_secs(600)));
+    let w = cond(&d.status, types::WAITING).unwrap();
+    assert_eq!(
+        (w.status.as_str(), w.reason.as_str()),
+        ("True", reasons::IMAGE_PULL_FAILED)
+    );
+    assert_eq!(w.message, "ErrImagePull happened");
+    t.spec.start_timeout_seconds = Some(400);
+    let d = desired(&t, &obs(Some(&j), None, &pods));
+    let s = &d.status;
+    assert_eq!(
+        (s.phase, s.reason.as_deref()),
+        (Some(Phase::Failed), Some(reasons::IMAGE_PULL_FAILED))
+    );
+    assert!(
+        s.message
+            .as_deref()
+            .unwrap_or_default()
+            .contains("startTimeoutSeconds (400s)")
+    );
+    assert!(wants_stop(&t, Some(&j), s));
+    // A pod that started is not held to the start timeout.
+    let started = [pod("p1", 1, None, None)];
+    let d = desired(&t, &obs(Some(&j), None, &started));
+    assert_eq!(
+        (d.status.phase, d.next),
+        (Some(Phase::Running), Next::Running)
+    );
+}
+
+#[test]
+fn completion_records_digest_and_log_tail() {
+    let j = job(
+        "j1",
+        Some("tu"),
+        Some(("Complete", "CompletionsReached")),
+        1,
+        0,
+        0,
+    );
+    let mut r = cm("tu", "j1", 0, "42");
+    r.data
+        .as_mut()
+        .unwrap()
+        .insert(keys::LOG_TAIL.into(), "line 1\nline 2\n".into());
+    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&r), &[])).status;
+    assert_eq!(s.log_tail.as_deref(), Some("line 1\nline 2\n"));
+    assert_eq!(
+        s.result_digest.as_deref(),
+        Some("sha256:73475cb40a568e8da8a045ced110137e159f890ac4da883b6b17dc651b3a8049")
+    );
+}

@@ -1,0 +1,6 @@
+mod desired;
+mod progress;
+mod properties;
+mod shards;
+mod size;
+mod table;

@@ -1,0 +1,10 @@
+//! What the operator tells its operators: Prometheus metrics, what a status
+//! transition measures (pure), and the `/metrics`, `/healthz`, `/readyz`
+//! server.
+
+pub mod metrics;
+pub mod server;
+pub mod transitions;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,56 @@
+use crate::telemetry::metrics::*;
+use crate::telemetry::transitions::Sample;
+
+const BEGIN: &str = "<!-- metrics:begin -->\n";
+const END: &str = "<!-- metrics:end -->";
+
+/// The README's metrics section must be what the registry renders. To
+/// regenerate it: `LONGTASK_UPDATE_README=1 cargo test -p longtask-operator readme`.
+#[test]
+fn readme_lists_every_metric() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let readme = std::fs::read_to_string(path).expect("read README.md");
+    let table = Metrics::new().markdown_table();
+    let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
+        panic!("README.md has no {BEGIN:?} … {END:?} section");
+    };
+    let current = &readme[b + BEGIN.len()..e];
+    if current == table {
+        return;
+    }
+    if std::env::var_os("LONGTASK_UPDATE_README").is_some() {
+        let updated = format!("{}{table}{}", &readme[..b + BEGIN.len()], &readme[e..]);
+        std::fs::write(path, updated).expect("write README.md");
+        return;
+    }
+    panic!(
+        "README.md's metrics table is stale; run `LONGTASK_UPDATE_README=1 cargo test -p longtask-operator readme`.\nwant:\n{table}"
+    );
+}
+
+#[test]
+fn transitions_move_the_counters() {
+    let m = Metrics::new();
+    m.record(&[
+        Sample::Queued(1.5),
+        Sample::Finished {
+            outcome: "completed",
+            reason: "Succeeded".into(),
+            duration: Some(3.0),
+            job_to_task: Some(0.5),
+        },
+    ]);
+    m.event_published("Started");
+    let text = m.encode();
+    for want in [
+        "longtask_task_results_total{outcome=\"completed\",reason=\"Succeeded\"} 1",
+        "longtask_task_queue_seconds_count 1",
+        "longtask_task_duration_seconds_count{outcome=\"completed\"} 1",
+        "longtask_job_to_task_seconds_count 1",
+        "longtask_events_total{reason=\"Started\"} 1",
+        "longtask_tasks{phase=\"Pending\"} 0",
+    ] {
+        assert!(text.contains(want), "{want} missing in\n{text}");
+    }
+    assert!(text.ends_with("# EOF\n"));
+}
