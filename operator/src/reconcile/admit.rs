@@ -20,8 +20,8 @@ use tracing::{debug, info, warn};
 
 use crate::context::Context;
 use crate::queue::{self, Limits, Plan, Verdict, Wait};
-use crate::reconcile::Error;
 use crate::reconcile::api::ApiError;
+use crate::reconcile::error::Error;
 use crate::reconcile::{api, build, validate};
 
 /// What `start` did.

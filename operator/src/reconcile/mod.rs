@@ -18,7 +18,7 @@ use tracing::{debug, instrument, warn};
 pub mod admit;
 pub mod api;
 pub mod build;
-mod error;
+pub mod error;
 pub mod shape;
 #[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use crate::status::Observed;
+use crate::status::observe::Observed;
 use crate::status::observe::{self, Finish};
 use crate::status::progress;
 

@@ -8,8 +8,8 @@ use crds::{Phase, ShardCounts, ShardResult, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use crate::status::Observed;
 use crate::status::facts::{self, Facts};
+use crate::status::observe::Observed;
 use crate::status::observe::{self, Finish};
 
 /// Counts the indexes of the Job controller's interval list ("1,3-5,7").

@@ -1,0 +1,254 @@
+//! The operator's modules import each other without cycles (issue 10): a
+//! module that needs another's item imports it from that module, never
+//! through a parent that re-exports it, and no two modules lean on each
+//! other. Reads the sources: every `crate::` path (in `use` and in code)
+//! is an edge to the deepest module it names. Test code is left out.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Module path (`status::facts`) of every non-test source file.
+fn modules(dir: &Path, prefix: &[String], out: &mut BTreeMap<String, PathBuf>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .expect("read src")
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    entries.sort();
+    for p in entries {
+        let name = p
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        if name == "tests" || name == "fixtures" {
+            continue;
+        }
+        if p.is_dir() {
+            let mut next = prefix.to_vec();
+            next.push(name);
+            modules(&p, &next, out);
+        } else if p.extension().is_some_and(|e| e == "rs") && name != "main" {
+            let mut path = prefix.to_vec();
+            if name != "mod" && name != "lib" {
+                path.push(name);
+            }
+            out.insert(path.join("::"), p);
+        }
+    }
+}
+
+/// The deepest known module that `path` (segments after `crate`) names.
+fn resolve(path: &[&str], known: &BTreeMap<String, PathBuf>) -> String {
+    (0..=path.len())
+        .rev()
+        .map(|n| path[..n].join("::"))
+        .find(|m| known.contains_key(m))
+        .unwrap_or_default()
+}
+
+/// Source with `#[cfg(test)] mod tests { ... }` blocks and comments removed.
+fn without_tests(text: &str) -> String {
+    let mut out = String::new();
+    let mut skip_depth: Option<i32> = None;
+    let mut depth = 0;
+    let mut pending_cfg_test = false;
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        let trimmed = code.trim();
+        if skip_depth.is_none() && trimmed == "#[cfg(test)]" {
+            pending_cfg_test = true;
+            continue;
+        }
+        if pending_cfg_test {
+            pending_cfg_test = false;
+            if trimmed.ends_with('{') {
+                skip_depth = Some(depth);
+            } else {
+                continue; // `mod tests;` or a test-only item on one line
+            }
+        }
+        depth += code.matches('{').count() as i32 - code.matches('}').count() as i32;
+        if let Some(d) = skip_depth {
+            if depth <= d {
+                skip_depth = None;
+            }
+            continue;
+        }
+        out.push_str(code);
+        out.push('\n');
+    }
+    out
+}
+
+/// Every `crate::…` path in `code`, with `{a, b::c}` groups expanded.
+fn crate_paths(code: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(i) = rest.find("crate::") {
+        rest = &rest[i + "crate::".len()..];
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let base: Vec<String> = rest[..end]
+            .split("::")
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect();
+        if rest[end..].starts_with('{') {
+            let close = rest[end..].find('}').map_or(rest.len(), |c| end + c);
+            for item in rest[end + 1..close].split(',') {
+                let item = item.split_whitespace().next().unwrap_or_default();
+                let mut p = base.clone();
+                p.extend(
+                    item.split("::")
+                        .filter(|s| !s.is_empty() && *s != "self")
+                        .map(str::to_owned),
+                );
+                out.push(p);
+            }
+        } else {
+            out.push(base);
+        }
+    }
+    out
+}
+
+/// Modules named relative to `module`: `child::…` (not after `::`), and
+/// `super::…`.
+fn relative_paths(code: &str, module: &str, known: &BTreeMap<String, PathBuf>) -> Vec<String> {
+    let parent = module.rsplit_once("::").map_or("", |(p, _)| p);
+    let mut out = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let c = bytes[i] as char;
+        if !(c.is_ascii_alphabetic() || c == '_') {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && ((bytes[i] as char).is_ascii_alphanumeric() || bytes[i] == b'_') {
+            i += 1;
+        }
+        let ident = &code[start..i];
+        let after_colons = start >= 2 && &code[start - 2..start] == "::";
+        if after_colons || !code[i..].starts_with("::") {
+            continue;
+        }
+        let (base, rest) = match ident {
+            "super" => (parent, &code[i + 2..]),
+            "self" => (module, &code[i + 2..]),
+            _ => (module, &code[start..]),
+        };
+        let end = rest
+            .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+            .unwrap_or(rest.len());
+        let mut segs: Vec<&str> = base.split("::").filter(|s| !s.is_empty()).collect();
+        segs.extend(rest[..end].split("::").filter(|s| !s.is_empty()));
+        let to = resolve(&segs, known);
+        if to.len() > base.len() || ident == "super" {
+            out.push(to);
+        }
+    }
+    out
+}
+
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        n: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        state: &mut BTreeMap<String, u8>,
+        stack: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        state.insert(n.to_owned(), 1);
+        stack.push(n.to_owned());
+        for m in edges.get(n).into_iter().flatten() {
+            match state.get(m.as_str()) {
+                Some(1) => {
+                    let at = stack.iter().position(|s| s == m).unwrap_or(0);
+                    let mut cycle = stack[at..].to_vec();
+                    cycle.push(m.clone());
+                    return Some(cycle);
+                }
+                Some(_) => {}
+                None => {
+                    if let Some(c) = visit(m, edges, state, stack) {
+                        return Some(c);
+                    }
+                }
+            }
+        }
+        stack.pop();
+        state.insert(n.to_owned(), 2);
+        None
+    }
+    let mut state = BTreeMap::new();
+    for n in edges.keys() {
+        if !state.contains_key(n.as_str())
+            && let Some(c) = visit(n, edges, &mut state, &mut Vec::new())
+        {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[test]
+fn modules_import_each_other_without_cycles() {
+    let mut known = BTreeMap::new();
+    modules(&src(), &[], &mut known);
+    assert!(known.len() > 20, "found only {:?}", known.keys());
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, file) in &known {
+        let text = std::fs::read_to_string(file).expect("read source");
+        let code = without_tests(&text);
+        for path in crate_paths(&code) {
+            let segs: Vec<&str> = path.iter().map(String::as_str).collect();
+            let to = resolve(&segs, &known);
+            if &to != module {
+                edges.entry(module.clone()).or_default().insert(to);
+            }
+        }
+        for to in relative_paths(&code, module, &known) {
+            if &to != module {
+                edges.entry(module.clone()).or_default().insert(to);
+            }
+        }
+    }
+    // The crate root only declares modules.
+    edges.remove("");
+    if let Some(cycle) = find_cycle(&edges) {
+        panic!("import cycle: {}", cycle.join(" -> "));
+    }
+}
+
+#[test]
+fn the_checker_sees_a_cycle_and_group_imports() {
+    let paths = crate_paths(
+        "use crate::status::{self, Next, events::Note};\nlet x = crate::queue::plan(y);",
+    );
+    assert_eq!(
+        paths,
+        vec![
+            vec!["status".to_owned()],
+            vec!["status".to_owned(), "Next".to_owned()],
+            vec!["status".to_owned(), "events".to_owned(), "Note".to_owned()],
+            vec!["queue".to_owned(), "plan".to_owned()],
+        ]
+    );
+    let mut edges = BTreeMap::new();
+    edges.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
+    edges.insert("b".to_owned(), BTreeSet::from(["a".to_owned()]));
+    assert_eq!(
+        find_cycle(&edges),
+        Some(vec!["a".into(), "b".into(), "a".into()])
+    );
+    let stripped = without_tests(
+        "use crate::a;\n#[cfg(test)]\nmod tests {\n    use crate::b;\n}\nuse crate::c;\n",
+    );
+    assert_eq!(crate_paths(&stripped).len(), 2);
+}
