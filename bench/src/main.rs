@@ -1,6 +1,6 @@
 //! bench: how close N Tasks come to N bare batch/v1 Jobs on the same
 //! devcluster, what they cost the API server, and what the operator costs
-//! with many Tasks present. See the README's "Benchmark" section.
+//! with many Tasks present. See bench/README.md.
 
 mod audit;
 mod batch;

@@ -27,7 +27,7 @@ pub const WORKER_FIELD_MANAGER: &str = "longtask.dev/worker";
 pub const WORKER_SERVICE_ACCOUNT: &str = "longtask-worker";
 /// RoleBinding (per namespace) granting the worker ClusterRole to that account.
 pub const WORKER_ROLE_BINDING: &str = "longtask-worker";
-/// ClusterRole with the worker's rights (configmaps create/patch).
+/// ClusterRole with the worker's rights (configmaps create/update).
 pub const WORKER_CLUSTER_ROLE: &str = "longtask-worker";
 /// Name of the single container in every Task's Job.
 pub const WORKER_CONTAINER: &str = "worker";

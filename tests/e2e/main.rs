@@ -1,5 +1,5 @@
 //! longtask end to end: one devcluster, the operator installed from
-//! `manifests/`, and one case per promise the README makes. Cases that only
+//! `manifests/`, and one case per promise the README and docs/ make. Cases that only
 //! add Tasks run concurrently; cases that disturb the cluster (operator
 //! restarts, timing) run one at a time afterwards. Filter by substring:
 //! `cargo test -p longtask-e2e --test e2e -- NAME`.

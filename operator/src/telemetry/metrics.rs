@@ -50,7 +50,7 @@ struct PhaseLabels {
     phase: &'static str,
 }
 
-/// Registers `metric` as `longtask_<name>` and notes it for the README.
+/// Registers `metric` as `longtask_<name>` and notes it for the docs.
 fn reg<M>(
     r: &mut Registry,
     docs: &mut Vec<Doc>,
@@ -327,7 +327,7 @@ impl Metrics {
         out
     }
 
-    /// The README's metrics table: one row per registered metric.
+    /// The metrics table of docs/operations.md: one row per registered metric.
     pub fn markdown_table(&self) -> String {
         transitions::markdown_table(&self.docs)
     }

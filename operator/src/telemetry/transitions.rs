@@ -1,5 +1,5 @@
 //! Pure: what a status transition measures for the metrics, the phase
-//! counts of the Task cache, and the README's table of metrics.
+//! counts of the Task cache, and the table of metrics in docs/operations.md.
 
 use crds::{Phase, Task, TaskStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -87,7 +87,7 @@ pub fn count_phases<'a>(tasks: impl Iterator<Item = &'a Task>) -> [(&'static str
     [0, 1, 2, 3, 4].map(|i| (PHASES[i], n[i]))
 }
 
-/// One registered metric, as the README lists it.
+/// One registered metric, as docs/operations.md lists it.
 #[derive(Clone, Debug)]
 pub struct Doc {
     /// Full family name, e.g. `longtask_reconciles`.

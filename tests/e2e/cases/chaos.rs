@@ -2,7 +2,8 @@
 //! or its process SIGKILLed) while Tasks of random length and outcome run.
 //! Every Task ends exactly once with the right result, and had exactly one
 //! Job UID. `LONGTASK_CHAOS_TASKS` sets how many Tasks (default 30; the
-//! README's long run uses 100), `LONGTASK_CHAOS_SEED` the random seed.
+//! long run in docs/operations.md uses 100), `LONGTASK_CHAOS_SEED` the
+//! random seed.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,27 +4,31 @@ use crate::telemetry::transitions::Sample;
 const BEGIN: &str = "<!-- metrics:begin -->\n";
 const END: &str = "<!-- metrics:end -->";
 
-/// The README's metrics section must be what the registry renders. To
-/// regenerate it: `LONGTASK_UPDATE_README=1 cargo test -p longtask-operator readme`.
+/// The metrics table in docs/operations.md must be what the registry
+/// renders. To regenerate it: `LONGTASK_UPDATE_DOCS=1 cargo test -p
+/// longtask-operator readme` (`LONGTASK_UPDATE_README=1` works too).
 #[test]
 fn readme_lists_every_metric() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-    let readme = std::fs::read_to_string(path).expect("read README.md");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/operations.md");
+    let readme = std::fs::read_to_string(path).expect("read docs/operations.md");
     let table = Metrics::new().markdown_table();
     let (Some(b), Some(e)) = (readme.find(BEGIN), readme.find(END)) else {
-        panic!("README.md has no {BEGIN:?} … {END:?} section");
+        panic!("docs/operations.md has no {BEGIN:?} … {END:?} section");
     };
     let current = &readme[b + BEGIN.len()..e];
     if current == table {
         return;
     }
-    if std::env::var_os("LONGTASK_UPDATE_README").is_some() {
+    if ["LONGTASK_UPDATE_DOCS", "LONGTASK_UPDATE_README"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+    {
         let updated = format!("{}{table}{}", &readme[..b + BEGIN.len()], &readme[e..]);
-        std::fs::write(path, updated).expect("write README.md");
+        std::fs::write(path, updated).expect("write docs/operations.md");
         return;
     }
     panic!(
-        "README.md's metrics table is stale; run `LONGTASK_UPDATE_README=1 cargo test -p longtask-operator readme`.\nwant:\n{table}"
+        "docs/operations.md's metrics table is stale; run `LONGTASK_UPDATE_DOCS=1 cargo test -p longtask-operator readme`.\nwant:\n{table}"
     );
 }
 
