@@ -19,6 +19,7 @@ pub mod admit;
 pub mod api;
 pub mod build;
 pub mod error;
+pub mod plan;
 pub mod shape;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,115 @@
+//! Pure: what one reconcile reads, decided from the Task and (once read)
+//! its Job, so that the read step makes exactly the calls the status needs
+//! and nothing else.
+
+use crds::Task;
+use k8s_openapi::api::batch::v1::Job;
+
+use crate::status::{self, observe};
+
+/// How the reconcile finds the Task's Job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Find {
+    /// The Task had a Job, or never may start (cancelled): read it.
+    Get,
+    /// The Task may start but the last look found its name taken by
+    /// another Task's Job: read it, and start only once it is gone.
+    GetThenStart,
+    /// The Task never had a Job and may start now: create it at once
+    /// (AlreadyExists returns the one there) unless a cap applies, which
+    /// means looking first.
+    Start,
+}
+
+/// How to find the Job of `task`.
+pub fn find(task: &Task) -> Find {
+    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    if recorded.is_some() || task.spec.cancel {
+        Find::Get
+    } else if status::is_blocked(task) {
+        Find::GetThenStart
+    } else {
+        Find::Start
+    }
+}
+
+/// What else to read once the Job is known.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reads<'a> {
+    /// The pods of the Task's own Job.
+    pub pods: bool,
+    /// `<task>-result` (progress while running, the result at the end).
+    pub result: bool,
+    /// The shards' result ConfigMaps (a sharded Task's Job ended or vanished).
+    pub shard_results: bool,
+    /// The Job whose pods must have written the final result, when one is
+    /// read as final: results are vetted against it.
+    pub fence: Option<&'a str>,
+}
+
+/// What to read for `task`, whose Job (by name) is `job`.
+pub fn reads<'a>(task: &'a Task, job: Option<&'a Job>) -> Reads<'a> {
+    let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    let ours = job.filter(|j| observe::ownership(j, task_uid) == observe::Ownership::Ours);
+    // A Job the Job controller has not looked at yet (just created) has no
+    // pods, and no worker has written progress for it.
+    let untouched = ours.is_some_and(observe::untouched);
+    let final_read = status::wants_final_result(task, job);
+    // The Job whose pods may have written the final result.
+    let fence = match ours {
+        Some(j) => j.metadata.uid.as_deref(),
+        None => recorded,
+    };
+    let ended = ours.is_none_or(|j| observe::finish(j).is_some());
+    let sharded = task.spec.is_sharded();
+    Reads {
+        pods: ours.is_some() && !untouched,
+        result: !sharded && status::wants_result(task, job) && (final_read || !untouched),
+        shard_results: sharded && fence.is_some() && ended && final_read,
+        fence: fence.filter(|_| final_read),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{job, running, task};
+
+    #[test]
+    fn find_follows_the_record() {
+        let mut fresh = task(None);
+        assert_eq!(find(&fresh), Find::Start);
+        fresh.spec.cancel = true;
+        assert_eq!(find(&fresh), Find::Get);
+        assert_eq!(find(&task(Some(running()))), Find::Get);
+        let mut blocked = task(None);
+        blocked.status = Some(crds::TaskStatus {
+            reason: Some(crds::conditions::reasons::JOB_OWNED_BY_OTHER.to_owned()),
+            ..Default::default()
+        });
+        assert_eq!(find(&blocked), Find::GetThenStart);
+    }
+
+    #[test]
+    fn a_fresh_job_needs_no_pods_and_no_result() {
+        let t = task(Some(running()));
+        // Created, not yet looked at by the Job controller.
+        let mut j = job("j1", Some("tu"), None, 0, 0, 0);
+        j.status = None;
+        let r = reads(&t, Some(&j));
+        assert!(!r.pods);
+        assert!(!r.result);
+        assert!(!r.shard_results);
+        assert_eq!(r.fence, None, "nothing is final while the Job runs");
+    }
+
+    #[test]
+    fn a_vanished_job_is_read_as_final_from_the_record() {
+        let t = task(Some(running()));
+        let r = reads(&t, None);
+        assert!(!r.pods);
+        assert!(r.result);
+        assert_eq!(r.fence, running().job_uid.as_deref());
+    }
+}
