@@ -222,7 +222,3 @@ pub fn decode(st: ExitStatus) -> (i32, String) {
         None => (1, "the program ended without an exit code".to_owned()),
     }
 }
-
-#[cfg(test)]
-#[path = "run_tests.rs"]
-mod tests;

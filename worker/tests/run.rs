@@ -1,4 +1,6 @@
-use super::*;
+//! Running a program: exit codes, the tails kept, the environment passed.
+
+use longtask_worker::run::{Tail, last_lines, run};
 
 fn prog(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
