@@ -15,3 +15,20 @@ pub mod task;
 pub fn say(msg: &str) {
     eprintln!("longtask-worker: {msg}");
 }
+
+/// `err` and its sources, joined by ": ", for one line of [`say`] or a
+/// result's message. A source whose text is already in the line is left
+/// out: some errors (kube's among them) repeat their source's text.
+pub fn chain(err: &dyn std::error::Error) -> String {
+    let mut line = err.to_string();
+    let mut next = err.source();
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        next = e.source();
+    }
+    line
+}

@@ -2,7 +2,7 @@
 //! the program itself, and the result written for the operator.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crds::names::env;
 use crds::result::{
@@ -11,20 +11,19 @@ use crds::result::{
 };
 use k8s_openapi::jiff::Timestamp;
 
-use crate::{identity, paths, progress, report, run, say};
+use crate::identity::IdentityError;
+use crate::report::ReportError;
+use crate::{chain, identity, paths, progress, report, run, say};
 
 /// Runs `program` (name and arguments) for the Task named in the
 /// environment, writes its result, and returns its exit code.
 pub async fn run_task(program: &[String]) -> i32 {
     let vars: HashMap<String, String> = std::env::vars().collect();
-    let id = identity::from_env(&vars).and_then(|mut id| match identity::shard(&vars) {
-        Ok(shard) => {
-            id.shard = shard;
-            Ok(id)
-        }
-        Err(e) => {
-            say(&format!("cannot tell which shard this is: {e}"));
-            Err(vec![env::SHARD])
+    let id = identity::from_env(&vars).map_err(|e| match e {
+        IdentityError::Unset { vars } => vars,
+        e => {
+            say(&format!("cannot tell which shard this is: {}", chain(&e)));
+            vec![env::SHARD]
         }
     });
     if let Err(missing) = &id {
@@ -38,7 +37,10 @@ pub async fn run_task(program: &[String]) -> i32 {
     let files = match paths::prepare(base.as_deref(), run_name) {
         Ok(f) => Some(f),
         Err(e) => {
-            say(&format!("no writable directory for $LONGTASK_RESULT: {e}"));
+            say(&format!(
+                "no writable directory for $LONGTASK_RESULT: {}",
+                chain(&e)
+            ));
             None
         }
     };
@@ -60,7 +62,7 @@ pub async fn run_task(program: &[String]) -> i32 {
         Ok(i) => match report::connect(i).await {
             Ok(a) => Some(a),
             Err(e) => {
-                say(&format!("progress will not be reported: {e}"));
+                say(&format!("progress will not be reported: {}", chain(&e)));
                 None
             }
         },
@@ -89,12 +91,20 @@ pub async fn run_task(program: &[String]) -> i32 {
         Some(t) => t.await.ok().flatten(),
         None => None,
     };
-    let (result, result_size, note) = match &files {
-        Some(f) => report::read_result(&f.result, &outcome.stdout_tail),
-        None => report::read_result(std::path::Path::new(""), &outcome.stdout_tail),
+    let file = files.as_ref().map_or(Path::new(""), |f| f.result.as_path());
+    let (result_size, result, note) = match report::read_result(file, &outcome.stdout_tail) {
+        Ok(bytes) => (bytes.len(), bytes, None),
+        Err(e) => {
+            let size = match e {
+                ReportError::ResultTooLarge { size } => size,
+                _ => 0,
+            };
+            (size, Vec::new(), Some(chain(&e)))
+        }
     };
+    let outcome_message = outcome.message();
     let message = [
-        outcome.message.as_str(),
+        outcome_message.as_str(),
         note.as_deref().unwrap_or_default(),
     ]
     .iter()
@@ -107,7 +117,7 @@ pub async fn run_task(program: &[String]) -> i32 {
     }
     let r = TaskResult {
         result,
-        exit_code: outcome.exit_code,
+        exit_code: outcome.exit_code(),
         finished_at: Timestamp::now().to_string(),
         message: truncate_utf8(&message, MAX_MESSAGE_BYTES).to_owned(),
         result_size,
@@ -117,11 +127,11 @@ pub async fn run_task(program: &[String]) -> i32 {
     if let Ok(id) = &id {
         match report::write(api, id, &r, latest.as_ref()).await {
             Ok(()) => say(&format!("result written (exit code {})", r.exit_code)),
-            Err(e) => say(&format!("RESULT NOT WRITTEN: {e}")),
+            Err(e) => say(&format!("RESULT NOT WRITTEN: {}", chain(&e))),
         }
     }
     if let Some(f) = &files {
         let _ = std::fs::remove_dir_all(&f.dir);
     }
-    outcome.exit_code
+    outcome.exit_code()
 }

@@ -1,6 +1,7 @@
 //! Running a program: exit codes, the tails kept, the environment passed.
 
-use longtask_worker::run::{Tail, last_lines, run};
+use longtask_worker::chain;
+use longtask_worker::run::{RunError, Tail, last_lines, run};
 
 fn prog(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
@@ -26,9 +27,9 @@ async fn exit_codes_and_tail() {
         8192,
     )
     .await;
-    assert_eq!(o.exit_code, 3);
+    assert_eq!(o.exit_code(), 3);
     assert_eq!(o.stdout_tail, b"hello\n");
-    assert!(o.message.contains("code 3"));
+    assert!(o.message().contains("code 3"));
 }
 
 #[tokio::test]
@@ -43,7 +44,7 @@ async fn env_reaches_the_program() {
     )
     .await;
     assert_eq!(
-        (o.exit_code, o.stdout_tail.as_slice()),
+        (o.exit_code(), o.stdout_tail.as_slice()),
         (0, b"/x/y".as_slice())
     );
 }
@@ -51,15 +52,15 @@ async fn env_reaches_the_program() {
 #[tokio::test]
 async fn missing_program_is_127() {
     let o = run(&prog(&["/nonexistent/program"]), &[], 4096, 64, 8192).await;
-    assert_eq!(o.exit_code, 127);
-    assert!(o.message.contains("not found"));
+    assert_eq!(o.exit_code(), 127);
+    assert!(o.message().contains("not found"));
 }
 
 #[tokio::test]
 async fn killed_by_signal() {
     let o = run(&prog(&["sh", "-c", "kill -9 $$"]), &[], 4096, 64, 8192).await;
-    assert_eq!(o.exit_code, 137);
-    assert!(o.message.contains("SIGKILL"), "{}", o.message);
+    assert_eq!(o.exit_code(), 137);
+    assert!(o.message().contains("SIGKILL"), "{}", o.message());
 }
 
 #[tokio::test]
@@ -81,4 +82,77 @@ fn last_lines_drops_a_cut_first_line() {
     assert_eq!(last_lines(b"rtial\nb\n", 10, true), "b\n");
     assert_eq!(last_lines(b"only", 10, true), "only");
     assert_eq!(last_lines(b"", 3, false), "");
+}
+
+#[test]
+fn failures_map_to_shell_exit_codes() {
+    let io = || std::io::Error::other("os says no");
+    let p = || "prog".to_owned();
+    let cases = [
+        (RunError::NoProgram, 2, "no program given"),
+        (
+            RunError::NotFound {
+                program: p(),
+                source: io(),
+            },
+            127,
+            "program not found: prog: os says no",
+        ),
+        (
+            RunError::NotExecutable {
+                program: p(),
+                source: io(),
+            },
+            126,
+            "cannot execute prog: os says no",
+        ),
+        (
+            RunError::Start {
+                program: p(),
+                source: io(),
+            },
+            126,
+            "cannot start prog: os says no",
+        ),
+        (
+            RunError::Wait {
+                program: p(),
+                source: io(),
+            },
+            1,
+            "cannot wait for the program prog: os says no",
+        ),
+        (
+            RunError::Exited { code: 3 },
+            3,
+            "the program exited with code 3",
+        ),
+        (
+            RunError::Killed {
+                signal: "SIGKILL",
+                number: 9,
+            },
+            137,
+            "the program was killed by signal SIGKILL (9)",
+        ),
+        (
+            RunError::NoExitCode,
+            1,
+            "the program ended without an exit code",
+        ),
+    ];
+    for (e, code, text) in cases {
+        assert_eq!((e.exit_code(), chain(&e)), (code, text.to_owned()));
+    }
+}
+
+#[tokio::test]
+async fn no_program_is_2_and_success_says_nothing() {
+    let o = run(&[], &[], 4096, 64, 8192).await;
+    assert_eq!(
+        (o.exit_code(), o.message()),
+        (2, "no program given".to_owned())
+    );
+    let o = run(&prog(&["true"]), &[], 4096, 64, 8192).await;
+    assert_eq!((o.exit_code(), o.message()), (0, String::new()));
 }
