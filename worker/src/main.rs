@@ -26,10 +26,8 @@ enum Cmd {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let Cmd::Run { program } = cli.command;
-    let code = task::run_task(&program).await;
-    ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
+    let Cmd::Run { program } = Cli::parse().command;
+    task::run_task(&program).await
 }
 
 #[cfg(test)]
