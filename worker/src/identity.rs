@@ -1,6 +1,7 @@
 //! Who the worker works for, read from the environment the operator sets.
 
 use std::collections::HashMap;
+use std::num::ParseIntError;
 
 use crds::names::env;
 
@@ -28,14 +29,42 @@ impl Identity {
     }
 }
 
+/// Why the worker cannot tell which Task, Job and shard it runs for.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
+    /// Variables the operator always sets are unset or empty: the worker
+    /// does not run in a longtask Job.
+    #[error("{} unset", vars.join(", "))]
+    Unset { vars: Vec<&'static str> },
+    /// `$LONGTASK_SHARD` or `$LONGTASK_SHARDS` is not a number.
+    #[error("{var}={value:?} is not a number")]
+    NotANumber {
+        var: &'static str,
+        value: String,
+        #[source]
+        source: ParseIntError,
+    },
+    /// `$LONGTASK_SHARD` is not one of the Task's shards.
+    #[error("{}={shard} is not below {}={shards}", env::SHARD, env::SHARDS)]
+    ShardOutOfRange { shard: u32, shards: u32 },
+    /// `$LONGTASK_SHARD` is missing in a Task of several shards.
+    #[error("{} is unset in a Task of {shards} shards", env::SHARD)]
+    ShardUnset { shards: u32 },
+}
+
 /// The shard of a Task of several shards, from `$LONGTASK_SHARD` and
 /// `$LONGTASK_SHARDS`; `None` for a single-shard Task.
-pub fn shard(vars: &HashMap<String, String>) -> Result<Option<u32>, String> {
-    let num = |k: &str| {
-        vars.get(k).map(|v| {
-            v.trim()
+pub fn shard(vars: &HashMap<String, String>) -> Result<Option<u32>, IdentityError> {
+    let num = |var: &'static str| {
+        vars.get(var).map(|value| {
+            value
+                .trim()
                 .parse::<u32>()
-                .map_err(|_| format!("{k}={v:?} is not a number"))
+                .map_err(|source| IdentityError::NotANumber {
+                    var,
+                    value: value.clone(),
+                    source,
+                })
         })
     };
     let shards = num(env::SHARDS).transpose()?.unwrap_or(1);
@@ -43,26 +72,19 @@ pub fn shard(vars: &HashMap<String, String>) -> Result<Option<u32>, String> {
         return Ok(None);
     }
     match num(env::SHARD).transpose()? {
-        Some(i) if i < shards => Ok(Some(i)),
-        Some(i) => Err(format!(
-            "{}={i} is not below {}={shards}",
-            env::SHARD,
-            env::SHARDS
-        )),
-        None => Err(format!(
-            "{} is unset in a Task of {shards} shards",
-            env::SHARD
-        )),
+        Some(shard) if shard < shards => Ok(Some(shard)),
+        Some(shard) => Err(IdentityError::ShardOutOfRange { shard, shards }),
+        None => Err(IdentityError::ShardUnset { shards }),
     }
 }
 
-/// Reads the identity from `vars`; `Err` lists the variables that are missing.
-pub fn from_env(vars: &HashMap<String, String>) -> Result<Identity, Vec<&'static str>> {
-    let mut missing = Vec::new();
+/// Reads the identity, shard included, from `vars`.
+pub fn from_env(vars: &HashMap<String, String>) -> Result<Identity, IdentityError> {
+    let mut unset = Vec::new();
     let mut get = |k: &'static str| match vars.get(k).map(|v| v.trim()).filter(|v| !v.is_empty()) {
         Some(v) => v.to_owned(),
         None => {
-            missing.push(k);
+            unset.push(k);
             String::new()
         }
     };
@@ -75,11 +97,13 @@ pub fn from_env(vars: &HashMap<String, String>) -> Result<Identity, Vec<&'static
         pod_uid: get(env::POD_UID),
         shard: None,
     };
-    if missing.is_empty() {
-        Ok(id)
-    } else {
-        Err(missing)
+    if !unset.is_empty() {
+        return Err(IdentityError::Unset { vars: unset });
     }
+    Ok(Identity {
+        shard: shard(vars)?,
+        ..id
+    })
 }
 
 #[cfg(test)]
@@ -102,7 +126,12 @@ mod tests {
         assert_eq!(from_env(&vars).map(|i| i.job_uid), Ok("ju".to_owned()));
         vars.insert(env::JOB_UID.to_owned(), " ".to_owned());
         vars.remove(env::TASK_UID);
-        assert_eq!(from_env(&vars), Err(vec![env::TASK_UID, env::JOB_UID]));
+        assert_eq!(
+            from_env(&vars),
+            Err(IdentityError::Unset {
+                vars: vec![env::TASK_UID, env::JOB_UID]
+            })
+        );
     }
 
     #[test]
@@ -137,5 +166,38 @@ mod tests {
         assert_eq!(id.result_name(), "t-result");
         id.shard = Some(7);
         assert_eq!(id.result_name(), "t-result-7");
+    }
+
+    #[test]
+    fn errors_name_the_variables() {
+        let mut vars: HashMap<String, String> = [
+            env::TASK_NAME,
+            env::TASK_UID,
+            env::NAMESPACE,
+            env::JOB_UID,
+            env::POD_NAME,
+            env::POD_UID,
+        ]
+        .into_iter()
+        .map(|k| (k.to_owned(), "x".to_owned()))
+        .collect();
+        vars.insert(env::SHARDS.to_owned(), "2".to_owned());
+        let text = |vars: &HashMap<String, String>| from_env(vars).map_err(|e| e.to_string());
+        let unset = format!("{} is unset in a Task of 2 shards", env::SHARD);
+        assert_eq!(text(&vars), Err(unset));
+        vars.insert(env::SHARD.to_owned(), "2".to_owned());
+        let high = format!("{}=2 is not below {}=2", env::SHARD, env::SHARDS);
+        assert_eq!(text(&vars), Err(high));
+        vars.insert(env::SHARD.to_owned(), "one".to_owned());
+        assert_eq!(
+            text(&vars),
+            Err(format!("{}=\"one\" is not a number", env::SHARD))
+        );
+        vars.insert(env::SHARD.to_owned(), "1".to_owned());
+        assert_eq!(from_env(&vars).map(|i| i.shard), Ok(Some(1)));
+        vars.remove(env::TASK_NAME);
+        vars.remove(env::POD_UID);
+        let missing = format!("{}, {} unset", env::TASK_NAME, env::POD_UID);
+        assert_eq!(text(&vars), Err(missing));
     }
 }

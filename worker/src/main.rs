@@ -1,23 +1,10 @@
 //! longtask-worker: runs a Task's program inside its Job's pod and reports
 //! the result to the operator through the ConfigMap `<task>-result`.
 
-mod identity;
-mod paths;
-mod progress;
-mod report;
-mod run;
-
-use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use crds::names::env;
-use crds::result::{
-    LOG_TAIL_LINES, MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, STDOUT_TAIL_BYTES, TaskResult,
-    truncate_utf8,
-};
-use k8s_openapi::jiff::Timestamp;
+use longtask_worker::task;
 
 /// Runs a program for a longtask Task and records its result.
 #[derive(Parser, Debug)]
@@ -37,128 +24,10 @@ enum Cmd {
     },
 }
 
-/// Prints one of the worker's own messages on stderr, never on stdout.
-pub fn say(msg: &str) {
-    eprintln!("longtask-worker: {msg}");
-}
-
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    let Cmd::Run { program } = cli.command;
-    let code = run_task(&program).await;
-    ExitCode::from(u8::try_from(code & 0xff).unwrap_or(1))
-}
-
-async fn run_task(program: &[String]) -> i32 {
-    let vars: HashMap<String, String> = std::env::vars().collect();
-    let id = identity::from_env(&vars).and_then(|mut id| match identity::shard(&vars) {
-        Ok(shard) => {
-            id.shard = shard;
-            Ok(id)
-        }
-        Err(e) => {
-            say(&format!("cannot tell which shard this is: {e}"));
-            Err(vec![env::SHARD])
-        }
-    });
-    if let Err(missing) = &id {
-        say(&format!(
-            "not running in a longtask Job ({} unset): running the program without reporting a result",
-            missing.join(", ")
-        ));
-    }
-    let run_name = id.as_ref().map_or("local", |i| i.pod_name.as_str());
-    let base = vars.get(env::WORK_DIR).map(PathBuf::from);
-    let files = match paths::prepare(base.as_deref(), run_name) {
-        Ok(f) => Some(f),
-        Err(e) => {
-            say(&format!("no writable directory for $LONGTASK_RESULT: {e}"));
-            None
-        }
-    };
-    let mut child_env = Vec::new();
-    if let Some(f) = &files {
-        child_env.push((
-            env::RESULT.to_owned(),
-            f.result.to_string_lossy().into_owned(),
-        ));
-        child_env.push((
-            env::PROGRESS.to_owned(),
-            f.progress.to_string_lossy().into_owned(),
-        ));
-    }
-
-    // Progress is reported only inside a Job; the tailer stops when the
-    // program ends and hands its latest point to the final write.
-    let api = match &id {
-        Ok(i) => match report::connect(i).await {
-            Ok(a) => Some(a),
-            Err(e) => {
-                say(&format!("progress will not be reported: {e}"));
-                None
-            }
-        },
-        Err(_) => None,
-    };
-    let (stop, stopped) = tokio::sync::oneshot::channel();
-    let tailer = match (&id, &files) {
-        (Ok(i), Some(f)) => Some(tokio::spawn(progress::tail(
-            f.progress.clone(),
-            i.clone(),
-            api.clone(),
-            stopped,
-        ))),
-        _ => None,
-    };
-    let outcome = run::run(
-        program,
-        &child_env,
-        STDOUT_TAIL_BYTES,
-        LOG_TAIL_LINES,
-        MAX_LOG_TAIL_BYTES,
-    )
-    .await;
-    let _ = stop.send(());
-    let latest = match tailer {
-        Some(t) => t.await.ok().flatten(),
-        None => None,
-    };
-    let (result, result_size, note) = match &files {
-        Some(f) => report::read_result(&f.result, &outcome.stdout_tail),
-        None => report::read_result(std::path::Path::new(""), &outcome.stdout_tail),
-    };
-    let message = [
-        outcome.message.as_str(),
-        note.as_deref().unwrap_or_default(),
-    ]
-    .iter()
-    .filter(|m| !m.is_empty())
-    .copied()
-    .collect::<Vec<_>>()
-    .join("; ");
-    if !message.is_empty() {
-        say(&message);
-    }
-    let r = TaskResult {
-        result,
-        exit_code: outcome.exit_code,
-        finished_at: Timestamp::now().to_string(),
-        message: truncate_utf8(&message, MAX_MESSAGE_BYTES).to_owned(),
-        result_size,
-        log_tail: outcome.log_tail.clone(),
-        omitted: false,
-    };
-    if let Ok(id) = &id {
-        match report::write(api, id, &r, latest.as_ref()).await {
-            Ok(()) => say(&format!("result written (exit code {})", r.exit_code)),
-            Err(e) => say(&format!("RESULT NOT WRITTEN: {e}")),
-        }
-    }
-    if let Some(f) = &files {
-        let _ = std::fs::remove_dir_all(&f.dir);
-    }
-    outcome.exit_code
+    let Cmd::Run { program } = Cli::parse().command;
+    task::run_task(&program).await
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 //! never creates the base itself: when the base is missing or not writable
 //! it uses the system temp directory (`$TMPDIR`, else `/tmp`) instead.
 
+use std::io;
 use std::path::{Path, PathBuf};
 
 /// The files handed to the program as `$LONGTASK_RESULT` / `$LONGTASK_PROGRESS`.
@@ -17,42 +18,71 @@ pub struct Files {
     pub progress: PathBuf,
 }
 
-/// Creates a private run directory in `base` if that is an existing
-/// directory, else in the temp dir.
-pub fn prepare(base: Option<&Path>, run_name: &str) -> std::io::Result<Files> {
-    let leaf = format!("run-{}-{}", sanitize(run_name), std::process::id());
-    let mut last_err = None;
-    let temp = std::env::temp_dir();
-    let base = base.filter(|b| b.is_dir());
-    for root in base.into_iter().chain(std::iter::once(temp.as_path())) {
-        let dir = root.join(&leaf);
-        match try_dir(&dir) {
-            Ok(()) => {
-                let result = dir.join("result");
-                let progress = dir.join("progress");
-                for stale in [&result, &progress] {
-                    let _ = std::fs::remove_file(stale);
-                }
-                return Ok(Files {
-                    dir,
-                    result,
-                    progress,
-                });
-            }
-            Err(e) => last_err = Some(e),
-        }
-    }
-    Err(last_err.unwrap_or_else(|| std::io::Error::other("no writable directory")))
+/// Why no private run directory could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum PathsError {
+    #[error("cannot create the directory {}", dir.display())]
+    CreateDir {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot write {}", file.display())]
+    WriteProbe {
+        file: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot remove {}", file.display())]
+    RemoveProbe {
+        file: PathBuf,
+        #[source]
+        source: io::Error,
+    },
 }
 
-fn try_dir(dir: &Path) -> std::io::Result<()> {
-    std::fs::create_dir(dir).or_else(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => Ok(()),
-        _ => Err(e),
-    })?;
-    let probe = dir.join(".probe");
-    std::fs::write(&probe, b"")?;
-    std::fs::remove_file(&probe)
+/// Creates a private run directory in `base` if that is an existing
+/// directory, else in the temp dir; the error is the temp dir's.
+pub fn prepare(base: Option<&Path>, run_name: &str) -> Result<Files, PathsError> {
+    let leaf = format!("run-{}-{}", sanitize(run_name), std::process::id());
+    if let Some(base) = base.filter(|b| b.is_dir())
+        && let Ok(files) = files_in(&base.join(&leaf))
+    {
+        return Ok(files);
+    }
+    files_in(&std::env::temp_dir().join(leaf))
+}
+
+/// Makes `dir` (or takes it, if it exists) and checks that it is writable.
+fn files_in(dir: &Path) -> Result<Files, PathsError> {
+    try_dir(dir)?;
+    let result = dir.join("result");
+    let progress = dir.join("progress");
+    for stale in [&result, &progress] {
+        let _ = std::fs::remove_file(stale);
+    }
+    Ok(Files {
+        dir: dir.to_owned(),
+        result,
+        progress,
+    })
+}
+
+fn try_dir(dir: &Path) -> Result<(), PathsError> {
+    std::fs::create_dir(dir)
+        .or_else(|e| match e.kind() {
+            io::ErrorKind::AlreadyExists => Ok(()),
+            _ => Err(e),
+        })
+        .map_err(|source| PathsError::CreateDir {
+            dir: dir.to_owned(),
+            source,
+        })?;
+    let file = dir.join(".probe");
+    if let Err(source) = std::fs::write(&file, b"") {
+        return Err(PathsError::WriteProbe { file, source });
+    }
+    std::fs::remove_file(&file).map_err(|source| PathsError::RemoveProbe { file, source })
 }
 
 fn sanitize(s: &str) -> String {
@@ -97,5 +127,21 @@ mod tests {
         assert!(files.dir.starts_with(std::env::temp_dir()));
         std::fs::remove_dir_all(&base).unwrap();
         std::fs::remove_dir_all(&files.dir).unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_directory() {
+        let name = format!("longtask-test-blocker-{}", std::process::id());
+        let blocker = std::env::temp_dir().join(name);
+        std::fs::write(&blocker, b"x").unwrap();
+        let dir = blocker.join("run");
+        let e = files_in(&dir).unwrap_err();
+        assert!(
+            matches!(&e, PathsError::CreateDir { dir: d, .. } if *d == dir),
+            "{e:?}"
+        );
+        let text = format!("cannot create the directory {}", dir.display());
+        assert_eq!(e.to_string(), text);
+        std::fs::remove_file(&blocker).unwrap();
     }
 }

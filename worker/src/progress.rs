@@ -13,7 +13,7 @@ use kube::Api;
 use tokio::sync::oneshot;
 
 use crate::identity::Identity;
-use crate::{report, say};
+use crate::{chain, report, say};
 
 /// Least time between two progress writes.
 pub const MIN_INTERVAL: Duration = Duration::from_secs(2);
@@ -133,7 +133,7 @@ pub async fn tail(
                 }
                 Err(e) if !st.failing => {
                     st.failing = true;
-                    say(&format!("progress not written (will retry): {e}"));
+                    say(&format!("progress not written (will retry): {}", chain(&e)));
                 }
                 Err(_) => {}
             }

@@ -10,8 +10,8 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::io::Read;
-use std::path::Path;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crds::names::{self, annotations, labels};
@@ -20,9 +20,11 @@ use crds::result::{MAX_RESULT_BYTES, Stored, TaskResult};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::PostParams;
+use kube::core::Status;
 use kube::{Api, Client};
 
 use crate::identity::Identity;
+use crate::{chain, say};
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long transient failures (API server restarting, 5xx, 429, 401/403) are
@@ -34,50 +36,94 @@ pub fn retry_delay(attempt: u32) -> Duration {
     Duration::from_secs((1u64 << attempt.saturating_sub(1).min(4)).min(10))
 }
 
-/// The raw result and the size of the whole result: the result file if the
-/// program wrote one (any bytes, UTF-8 or not), else the tail of stdout.
-/// A note says when it was too large to keep.
-pub fn read_result(file: &Path, stdout_tail: &[u8]) -> (Vec<u8>, usize, Option<String>) {
-    let too_large = |size: u64| {
-        let size = usize::try_from(size).unwrap_or(usize::MAX);
-        let note =
-            format!("the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES} bytes");
-        (Vec::new(), size, Some(note))
-    };
+/// What failed in reading the result or writing it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The result is larger than a result may be; nothing of it is kept.
+    #[error("the result is {size} bytes, more than the limit of {MAX_RESULT_BYTES} bytes")]
+    ResultTooLarge { size: usize },
+    #[error("cannot read the result file {}", file.display())]
+    ReadResult {
+        file: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("no API client within {}s", CALL_TIMEOUT.as_secs())]
+    ClientTimeout,
+    #[error("cannot build the API client")]
+    Client(#[source] kube::Error),
+    /// The update found no object (create it instead).
+    #[error("ConfigMap {name} not found")]
+    NotFound { name: String },
+    /// The create found one (update it instead).
+    #[error("ConfigMap {name} already exists")]
+    AlreadyExists { name: String },
+    /// Retrying cannot help (e.g. forbidden, invalid).
+    #[error("the API server refused ConfigMap {name} ({code})")]
+    Refused {
+        name: String,
+        code: u16,
+        #[source]
+        source: Box<Status>,
+    },
+    /// The server or the network failed; a retry may succeed.
+    #[error("cannot write ConfigMap {name}")]
+    Write {
+        name: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("cannot write ConfigMap {name}: no answer within {}s", CALL_TIMEOUT.as_secs())]
+    NoAnswer { name: String },
+    /// Creates and updates kept missing each other.
+    #[error("cannot write ConfigMap {name}: it keeps appearing and disappearing")]
+    Flapping { name: String },
+}
+
+/// The raw result: the result file if the program wrote one (any bytes,
+/// UTF-8 or not), else the tail of stdout. Its size is its length.
+pub fn read_result(file: &Path, stdout_tail: &[u8]) -> Result<Vec<u8>, ReportError> {
     match std::fs::metadata(file) {
-        Ok(m) if m.len() > MAX_RESULT_BYTES as u64 => too_large(m.len()),
-        // Read at most one byte past the limit: the file may still grow.
-        Ok(_) => match std::fs::File::open(file).and_then(|f| {
-            let mut bytes = Vec::new();
-            f.take(MAX_RESULT_BYTES as u64 + 1)
-                .read_to_end(&mut bytes)?;
-            Ok(bytes)
-        }) {
-            Ok(bytes) if bytes.len() > MAX_RESULT_BYTES => {
-                too_large(std::fs::metadata(file).map_or(bytes.len() as u64, |m| m.len()))
-            }
-            Ok(bytes) => {
-                let size = bytes.len();
-                (bytes, size, None)
-            }
-            Err(e) => (
-                Vec::new(),
-                0,
-                Some(format!("cannot read the result file: {e}")),
-            ),
-        },
-        Err(_) => {
-            // The tail may start inside a UTF-8 sequence: skip continuation bytes.
-            let start = stdout_tail
-                .iter()
-                .take(3)
-                .take_while(|b| (**b & 0xC0) == 0x80)
-                .count();
-            let text = String::from_utf8_lossy(&stdout_tail[start..]).into_owned();
-            let size = text.len();
-            (text.into_bytes(), size, None)
-        }
+        Ok(m) if m.len() > MAX_RESULT_BYTES as u64 => Err(too_large(m.len())),
+        Ok(_) => read_at_most_limit(file),
+        Err(_) => Ok(text_of_tail(stdout_tail)),
     }
+}
+
+/// The result file, read to at most one byte past the limit: it may
+/// still grow.
+fn read_at_most_limit(file: &Path) -> Result<Vec<u8>, ReportError> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(MAX_RESULT_BYTES as u64 + 1).read_to_end(&mut bytes))
+        .map_err(|source| ReportError::ReadResult {
+            file: file.to_owned(),
+            source,
+        })?;
+    if bytes.len() > MAX_RESULT_BYTES {
+        let size = std::fs::metadata(file).map_or(bytes.len() as u64, |m| m.len());
+        return Err(too_large(size));
+    }
+    Ok(bytes)
+}
+
+fn too_large(size: u64) -> ReportError {
+    ReportError::ResultTooLarge {
+        size: usize::try_from(size).unwrap_or(usize::MAX),
+    }
+}
+
+/// The tail of stdout as text: it may start inside a UTF-8 sequence, so
+/// continuation bytes at its start are skipped.
+fn text_of_tail(stdout_tail: &[u8]) -> Vec<u8> {
+    let start = stdout_tail
+        .iter()
+        .take(3)
+        .take_while(|b| (**b & 0xC0) == 0x80)
+        .count();
+    String::from_utf8_lossy(&stdout_tail[start..])
+        .into_owned()
+        .into_bytes()
 }
 
 /// The ConfigMap holding `stored` (a result and/or progress) for the Task
@@ -121,18 +167,18 @@ fn labels_of(id: &Identity) -> BTreeMap<String, String> {
 }
 
 /// A client for the result ConfigMaps of `id`'s namespace.
-pub async fn connect(id: &Identity) -> Result<Api<ConfigMap>, String> {
+pub async fn connect(id: &Identity) -> Result<Api<ConfigMap>, ReportError> {
     let client = tokio::time::timeout(CALL_TIMEOUT, Client::try_default())
         .await
-        .map_err(|_| "no API client within 10s".to_owned())?
-        .map_err(|e| format!("cannot build the API client: {e}"))?;
+        .map_err(|_| ReportError::ClientTimeout)?
+        .map_err(ReportError::Client)?;
     Ok(Api::namespaced(client, &id.namespace))
 }
 
 /// Writes `cm` once as the whole object: an unconditional update (PUT
 /// without a resourceVersion, which ConfigMaps allow), or a create when it
 /// does not exist yet. Last writer wins, as for two pods of one Job.
-pub async fn apply_once(api: &Api<ConfigMap>, cm: &ConfigMap) -> Result<(), ApplyError> {
+pub async fn apply_once(api: &Api<ConfigMap>, cm: &ConfigMap) -> Result<(), ReportError> {
     let name = cm.metadata.name.clone().unwrap_or_default();
     let pp = PostParams {
         field_manager: Some(names::WORKER_FIELD_MANAGER.to_owned()),
@@ -142,73 +188,52 @@ pub async fn apply_once(api: &Api<ConfigMap>, cm: &ConfigMap) -> Result<(), Appl
     // the update finds it.
     for _ in 0..2 {
         match bounded(&name, api.replace(&name, &pp, cm)).await {
-            Err(ApplyError::NotFound) => {}
+            Err(ReportError::NotFound { .. }) => {}
             other => return other,
         }
         match bounded(&name, api.create(&pp, cm)).await {
-            Err(ApplyError::AlreadyExists) => {}
+            Err(ReportError::AlreadyExists { .. }) => {}
             other => return other,
         }
     }
-    Err(ApplyError::Transient(format!(
-        "cannot write ConfigMap {name}: it keeps appearing and disappearing"
-    )))
+    Err(ReportError::Flapping { name })
 }
 
 /// One call with the timeout, its error sorted by what a retry can do.
 async fn bounded(
     name: &str,
     call: impl Future<Output = Result<ConfigMap, kube::Error>>,
-) -> Result<(), ApplyError> {
+) -> Result<(), ReportError> {
+    let name = name.to_owned();
     match tokio::time::timeout(CALL_TIMEOUT, call).await {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Err(ApplyError::NotFound),
+        Ok(Err(kube::Error::Api(s))) if s.code == 404 => Err(ReportError::NotFound { name }),
         Ok(Err(kube::Error::Api(s))) if s.code == 409 && s.reason == "AlreadyExists" => {
-            Err(ApplyError::AlreadyExists)
+            Err(ReportError::AlreadyExists { name })
         }
         // 401/403 are transient too: a restarting API server, or a
         // RoleBinding created moments ago, authorizes only once its caches
         // are warm.
         Ok(Err(kube::Error::Api(s))) if s.code < 500 && ![401, 403, 409, 429].contains(&s.code) => {
-            Err(ApplyError::Refused(format!(
-                "the API server refused ConfigMap {name}: {} ({})",
-                s.message, s.code
-            )))
+            Err(ReportError::Refused {
+                name,
+                code: s.code,
+                source: s,
+            })
         }
-        Ok(Err(e)) => Err(ApplyError::Transient(format!(
-            "cannot write ConfigMap {name}: {e}"
-        ))),
-        Err(_) => Err(ApplyError::Transient(format!(
-            "cannot write ConfigMap {name}: no answer within 10s"
-        ))),
+        Ok(Err(source)) => Err(ReportError::Write { name, source }),
+        Err(_) => Err(ReportError::NoAnswer { name }),
     }
 }
 
-/// Why one apply failed.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    /// Retrying cannot help (e.g. forbidden, invalid).
-    #[error("{0}")]
-    Refused(String),
-    /// The server or the network failed; a retry may succeed.
-    #[error("{0}")]
-    Transient(String),
-    /// The update found no object (create it instead).
-    #[error("not found")]
-    NotFound,
-    /// The create found one (update it instead).
-    #[error("already exists")]
-    AlreadyExists,
-}
-
 /// Applies the final result (with the latest progress, if any), retrying
-/// transient failures for up to [`WRITE_DEADLINE`].
+/// all but a refusal for up to [`WRITE_DEADLINE`].
 pub async fn write(
     api: Option<Api<ConfigMap>>,
     id: &Identity,
     r: &TaskResult,
     progress: Option<&Report>,
-) -> Result<(), String> {
+) -> Result<(), ReportError> {
     let api = match api {
         Some(a) => a,
         None => connect(id).await?,
@@ -218,22 +243,22 @@ pub async fn write(
         stored.data.extend(p.to_data());
     }
     let cm = config_map(id, stored);
-    let mut last = String::new();
     let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;
-    for attempt in 1.. {
-        match apply_once(&api, &cm).await {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let e = match apply_once(&api, &cm).await {
             Ok(()) => return Ok(()),
-            Err(ApplyError::Refused(e)) => return Err(e),
-            Err(e) => last = e.to_string(),
-        }
+            Err(e @ ReportError::Refused { .. }) => return Err(e),
+            Err(e) => e,
+        };
         let pause = retry_delay(attempt);
         if tokio::time::Instant::now() + pause > deadline {
-            break;
+            return Err(e);
         }
-        crate::say(&format!("{last}; retrying in {pause:?}"));
+        say(&format!("{}; retrying in {pause:?}", chain(&e)));
         tokio::time::sleep(pause).await;
     }
-    Err(last)
 }
 
 #[cfg(test)]
@@ -251,19 +276,27 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("lt-report-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let f = dir.join("result");
-        assert_eq!(read_result(&f, b"tail\n"), (b"tail\n".to_vec(), 5, None));
+        assert_eq!(read_result(&f, b"tail\n").unwrap(), b"tail\n");
         std::fs::write(&f, b"42\n").unwrap();
-        assert_eq!(read_result(&f, b"tail\n"), (b"42\n".to_vec(), 3, None));
+        assert_eq!(read_result(&f, b"tail\n").unwrap(), b"42\n");
         // Not UTF-8: kept byte for byte.
         std::fs::write(&f, [0xFF, 0, b'x']).unwrap();
-        assert_eq!(read_result(&f, b""), (vec![0xFF, 0, b'x'], 3, None));
+        assert_eq!(read_result(&f, b"").unwrap(), [0xFF, 0, b'x']);
         // Exactly the limit is kept whole.
         std::fs::write(&f, vec![b'x'; MAX_RESULT_BYTES]).unwrap();
-        let (bytes, size, note) = read_result(&f, b"");
-        assert!(bytes.len() == MAX_RESULT_BYTES && size == MAX_RESULT_BYTES && note.is_none());
+        assert_eq!(read_result(&f, b"").unwrap().len(), MAX_RESULT_BYTES);
         std::fs::write(&f, vec![b'x'; MAX_RESULT_BYTES + 1]).unwrap();
-        let (text, size, note) = read_result(&f, b"");
-        assert!(text.is_empty() && size == MAX_RESULT_BYTES + 1 && note.is_some());
+        let e = read_result(&f, b"").unwrap_err();
+        assert!(
+            matches!(e, ReportError::ResultTooLarge { size } if size == MAX_RESULT_BYTES + 1),
+            "{e:?}"
+        );
+        // The operator's message names the size and the limit.
+        let (size, limit) = (MAX_RESULT_BYTES + 1, MAX_RESULT_BYTES);
+        assert!(
+            e.to_string()
+                .contains(&format!("{size} bytes, more than the limit of {limit}"))
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -271,7 +304,7 @@ mod tests {
     fn tail_skips_a_cut_character() {
         let missing = Path::new("/nonexistent/longtask/result");
         let tail = [0xA9, b'o', b'k'];
-        assert_eq!(read_result(missing, &tail).0, b"ok");
+        assert_eq!(read_result(missing, &tail).unwrap(), b"ok");
     }
 
     fn identity() -> Identity {

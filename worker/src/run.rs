@@ -3,6 +3,7 @@
 //! (the log tail) are kept; SIGTERM/SIGINT are forwarded; the exit is decoded.
 
 use std::collections::VecDeque;
+use std::io;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
@@ -11,22 +12,88 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::task::JoinHandle;
 
 use crate::say;
 
 /// How the program ended.
 #[derive(Debug)]
 pub struct Outcome {
-    /// Exit code; 128+N when killed by signal N; 127 not found; 126 not executable.
-    pub exit_code: i32,
-    /// Empty on success, else what went wrong.
-    pub message: String,
+    /// `Ok` when it exited with code 0, else what went wrong.
+    pub ended: Result<(), RunError>,
     /// The last bytes of the program's stdout.
     pub stdout_tail: Vec<u8>,
     /// The last lines of stdout and stderr together.
     pub log_tail: String,
+}
+
+impl Outcome {
+    /// Exit code; 128+N when killed by signal N; 127 not found; 126 not executable.
+    pub fn exit_code(&self) -> i32 {
+        self.ended.as_ref().map_or_else(RunError::exit_code, |_| 0)
+    }
+
+    /// Empty on success, else what went wrong.
+    pub fn message(&self) -> String {
+        self.ended
+            .as_ref()
+            .map_or_else(|e| crate::chain(e), |_| String::new())
+    }
+}
+
+/// Why the program did not run, or did not end with exit code 0.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("no program given")]
+    NoProgram,
+    #[error("program not found: {program}")]
+    NotFound {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot execute {program}")]
+    NotExecutable {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot start {program}")]
+    Start {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("cannot wait for the program {program}")]
+    Wait {
+        program: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("the program exited with code {code}")]
+    Exited { code: i32 },
+    #[error("the program was killed by signal {signal} ({number})")]
+    Killed { signal: &'static str, number: i32 },
+    #[error("the program ended without an exit code")]
+    NoExitCode,
+}
+
+impl RunError {
+    /// The exit code the worker reports, and exits with, for this failure:
+    /// as a shell would (127 not found, 126 not executable, 128+N killed
+    /// by signal N).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Self::NoProgram => 2,
+            Self::NotFound { .. } => 127,
+            Self::NotExecutable { .. } | Self::Start { .. } => 126,
+            Self::Wait { .. } | Self::NoExitCode => 1,
+            Self::Exited { code } => *code,
+            Self::Killed { number, .. } => 128 + number,
+        }
+    }
 }
 
 /// A bounded buffer keeping the last `cap` bytes written to it.
@@ -109,54 +176,19 @@ pub async fn run(
     log_cap: usize,
 ) -> Outcome {
     let Some((name, args)) = program.split_first() else {
-        return failed(2, "no program given".to_owned());
+        return failed(RunError::NoProgram);
     };
-    let mut cmd = Command::new(name);
-    cmd.args(args)
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = match cmd.spawn() {
+    let mut child = match spawn(name, args, env) {
         Ok(c) => c,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return failed(127, format!("program not found: {name}"));
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            return failed(126, format!("cannot execute {name}: permission denied"));
-        }
-        Err(e) => return failed(126, format!("cannot start {name}: {e}")),
+        Err(e) => return failed(e),
     };
-    let pid = child
-        .id()
-        .and_then(|p| i32::try_from(p).ok())
-        .map(Pid::from_raw);
     let tail = Arc::new(Mutex::new(Tail::new(tail_cap)));
     let log = Arc::new(Mutex::new(Tail::new(log_cap)));
-    let copier = child.stdout.take().map(|out| {
-        tokio::spawn(tee(
-            out,
-            tokio::io::stdout(),
-            vec![tail.clone(), log.clone()],
-        ))
-    });
-    let err_copier = child
-        .stderr
-        .take()
-        .map(|err| tokio::spawn(tee(err, tokio::io::stderr(), vec![log.clone()])));
-
-    let mut term = signal(SignalKind::terminate()).ok();
-    let mut int = signal(SignalKind::interrupt()).ok();
-    let status = loop {
-        tokio::select! {
-            st = child.wait() => break st,
-            Some(()) = recv(&mut term) => forward(pid, Signal::SIGTERM),
-            Some(()) = recv(&mut int) => forward(pid, Signal::SIGINT),
-        }
-    };
+    let copiers = copy_output(&mut child, &tail, &log);
+    let status = wait_forwarding_signals(&mut child).await;
     // The program may leave a background process holding stdout open: wait
     // a little for the copy to finish, not forever.
-    for c in [copier, err_copier].into_iter().flatten() {
+    for c in copiers {
         let _ = tokio::time::timeout(Duration::from_secs(2), c).await;
     }
     let stdout_tail = tail.lock().map(|t| t.bytes()).unwrap_or_default();
@@ -164,15 +196,70 @@ pub async fn run(
         .lock()
         .map(|t| last_lines(&t.bytes(), log_lines, t.full()))
         .unwrap_or_default();
-    let (exit_code, message) = match status {
-        Ok(st) => decode(st),
-        Err(e) => (1, format!("cannot wait for the program: {e}")),
-    };
+    let ended = status
+        .map_err(|source| RunError::Wait {
+            program: name.to_owned(),
+            source,
+        })
+        .and_then(decode);
     Outcome {
-        exit_code,
-        message,
+        ended,
         stdout_tail,
         log_tail,
+    }
+}
+
+/// Starts `name` with `args` and the extra environment `env`, its stdout
+/// and stderr piped.
+fn spawn(name: &str, args: &[String], env: &[(String, String)]) -> Result<Child, RunError> {
+    let mut cmd = Command::new(name);
+    cmd.args(args)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().map_err(|source| {
+        let program = name.to_owned();
+        match source.kind() {
+            io::ErrorKind::NotFound => RunError::NotFound { program, source },
+            io::ErrorKind::PermissionDenied => RunError::NotExecutable { program, source },
+            _ => RunError::Start { program, source },
+        }
+    })
+}
+
+/// Passes the child's stdout and stderr through, keeping stdout in `tail`
+/// and both in `log`; the copies end when the pipes close.
+fn copy_output(
+    child: &mut Child,
+    tail: &Arc<Mutex<Tail>>,
+    log: &Arc<Mutex<Tail>>,
+) -> Vec<JoinHandle<()>> {
+    let out = child.stdout.take().map(|out| {
+        let tails = vec![tail.clone(), log.clone()];
+        tokio::spawn(tee(out, tokio::io::stdout(), tails))
+    });
+    let err = child
+        .stderr
+        .take()
+        .map(|err| tokio::spawn(tee(err, tokio::io::stderr(), vec![log.clone()])));
+    out.into_iter().chain(err).collect()
+}
+
+/// Waits for the child to end, forwarding SIGTERM and SIGINT to it meanwhile.
+async fn wait_forwarding_signals(child: &mut Child) -> io::Result<ExitStatus> {
+    let pid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .map(Pid::from_raw);
+    let mut term = signal(SignalKind::terminate()).ok();
+    let mut int = signal(SignalKind::interrupt()).ok();
+    loop {
+        tokio::select! {
+            st = child.wait() => return st,
+            Some(()) = recv(&mut term) => forward(pid, Signal::SIGTERM),
+            Some(()) = recv(&mut int) => forward(pid, Signal::SIGINT),
+        }
     }
 }
 
@@ -192,37 +279,23 @@ fn forward(pid: Option<Pid>, sig: Signal) {
     }
 }
 
-fn failed(exit_code: i32, message: String) -> Outcome {
+fn failed(e: RunError) -> Outcome {
     Outcome {
-        exit_code,
-        message,
+        ended: Err(e),
         stdout_tail: Vec::new(),
         log_tail: String::new(),
     }
 }
 
-/// Exit code and message of a finished program.
-pub fn decode(st: ExitStatus) -> (i32, String) {
-    if let Some(code) = st.code() {
-        let msg = if code == 0 {
-            String::new()
-        } else {
-            format!("the program exited with code {code}")
-        };
-        return (code, msg);
-    }
-    match st.signal() {
-        Some(n) => {
-            let name = Signal::try_from(n).map(|s| s.as_str()).unwrap_or("unknown");
-            (
-                128 + n,
-                format!("the program was killed by signal {name} ({n})"),
-            )
-        }
-        None => (1, "the program ended without an exit code".to_owned()),
+/// How a finished program ended: `Ok` for exit code 0.
+pub fn decode(st: ExitStatus) -> Result<(), RunError> {
+    match (st.code(), st.signal()) {
+        (Some(0), _) => Ok(()),
+        (Some(code), _) => Err(RunError::Exited { code }),
+        (None, Some(number)) => Err(RunError::Killed {
+            signal: Signal::try_from(number).map_or("unknown", |s| s.as_str()),
+            number,
+        }),
+        (None, None) => Err(RunError::NoExitCode),
     }
 }
-
-#[cfg(test)]
-#[path = "run_tests.rs"]
-mod tests;
