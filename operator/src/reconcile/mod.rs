@@ -1,13 +1,13 @@
-//! The reconcile pipeline: fetch → validate → build → apply → status.
-//! It never waits for the work: it creates the Job and returns.
+//! The reconcile pipeline for one Task: validate → find or start its Job
+//! (`read`, deciding by the pure `plan`) → read what the status needs →
+//! the pure `status::desired` → side effects (`effects`) → the status
+//! write (`write`) → start queued Tasks if it ended. It never waits for the
+//! work: it creates the Job and returns.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crds::result::config_map_name;
 use crds::{Task, TaskStatus};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -18,22 +18,24 @@ use tracing::{debug, instrument, warn};
 pub mod admit;
 pub mod api;
 pub mod build;
+mod effects;
 pub mod error;
 pub mod plan;
+pub mod read;
 pub mod shape;
 #[cfg(test)]
 mod tests;
 pub mod validate;
+mod write;
 pub mod writers;
 
 pub use error::Error;
 
 use crate::call::Chain;
 use crate::context::Context;
-use crate::status::observe::{self, Ownership};
-use crate::status::{self, Next, Observed, events};
-use crate::telemetry::transitions;
-use admit::Admission;
+use crate::status::{self, Next};
+use read::Found;
+use write::Written;
 
 /// Safety-net retry after a status patch lost to a newer Task (whose watch
 /// event reconciles it again at once).
@@ -68,226 +70,51 @@ pub fn error_policy(task: Arc<Task>, err: &Error, ctx: Arc<Context>) -> Action {
     Action::requeue(delay)
 }
 
+/// One Task, top to bottom: validate, find or start its Job, read what the
+/// status needs, compute the status (pure), do the side effects it calls
+/// for, write it, and start queued Tasks if this one just ended.
 async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     let now = Time(Timestamp::now());
     if task.is_terminal() {
-        // Nothing more happens to it, but its conditions always follow its
-        // phase: a hand-edited status must not leave `kubectl wait` hanging.
-        // The cache keeps a terminal Task's conditions only when they
-        // disagree; the whole Task is read to set them right.
-        if !status::conditions_agree(task.status.as_ref().unwrap_or(&TaskStatus::default())) {
-            let id = build::identity(task)?;
-            if let Some(full) = api::get_task(ctx, id.namespace, id.name).await?
-                && let Some(settled) = status::settled(&full, now)
-            {
-                write(ctx, &full, settled).await?;
-            }
-        }
-        debug!("terminal; nothing to do");
-        return Ok(Action::await_change());
+        return settle(ctx, task, now).await;
     }
     let id = build::identity(task)?;
-    if let Err(message) = validate::validate(task) {
-        let desired = status::invalid(task, message, now);
-        let written = write(ctx, task, desired.status).await?;
-        return Ok(action(ctx, desired.next, written));
-    }
-
-    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
-    // A Task that never had a Job may start; one whose name another
-    // Task's Job held starts once that Job is gone.
-    let startable = recorded.is_none() && !task.spec.cancel;
-    // A Task that never had a Job and may start now: create it at once
-    // (AlreadyExists returns the one there) rather than look first; under a
-    // cap, or while another Task's Job holds the name, look first.
-    let fresh = startable && !status::is_blocked(task);
-    let mut job = if fresh && !admit::capped(ctx, id.namespace).await? {
-        None
-    } else {
-        api::get_job(ctx, id.namespace, id.name).await?
-    };
-    if job.is_none() && startable {
-        match admit::start(ctx, task).await? {
-            Admission::Started(j) => job = Some(*j),
-            Admission::Wait(w) => {
-                let desired = status::queued(task, &w, now);
-                let written = write(ctx, task, desired.status).await?;
-                return Ok(action(ctx, desired.next, written));
+    let desired = match validate::validate(task) {
+        Err(message) => status::invalid(task, message, now),
+        Ok(()) => match read::job(ctx, task, &id).await? {
+            Found::Wait(wait) => status::queued(task, &wait, now),
+            // As for a spec `validate` refuses: Failed, once, no retry.
+            Found::Refused(why) => status::refused(task, &why, now),
+            Found::Job(job) => {
+                let seen = read::cluster(ctx, task, &id, job).await?;
+                let desired = status::desired(task, &seen.observed(now));
+                effects::before_write(ctx, task, &seen, &desired).await?;
+                desired
             }
-            Admission::Refused(why) => {
-                // As for a spec `validate` refuses: Failed, once, no retry.
-                let desired = status::refused(task, &why, now);
-                let written = write(ctx, task, desired.status).await?;
-                return Ok(action(ctx, desired.next, written));
-            }
-        }
-    }
-
-    let ours = job
-        .as_ref()
-        .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
-    // A Job the Job controller has not looked at yet (just created) has no
-    // pods, and no worker has written progress for it.
-    let untouched = ours.is_some_and(observe::untouched);
-    let pods = match ours {
-        Some(j) if !untouched => api::list_pods(ctx, id.namespace, id.uid, j).await?,
-        _ => Vec::new(),
+        },
     };
-    let results = read_results(ctx, task, &id, job.as_ref(), ours, untouched, &pods).await?;
-    let observed = Observed {
-        job: job.as_ref(),
-        result: results.result.as_ref(),
-        refused: results.refused.clone(),
-        pods: &pods,
-        shard_results: &results.shards,
-        now,
-    };
-    let desired = status::desired(task, &observed);
-    // Stop the Job before a terminal status is written: once terminal, the
-    // Task is never looked at again.
-    if let Some(j) = job
-        .as_ref()
-        .filter(|j| status::wants_stop(task, Some(j), &desired.status))
-    {
-        api::suspend_job(ctx, j).await?;
+    let written = write::status(ctx, task, desired.status).await?;
+    if written == (Written::Patched { ended: true }) {
+        effects::after_end(ctx, task).await;
     }
-    let written = write(ctx, task, desired.status).await?;
     Ok(action(ctx, desired.next, written))
 }
 
-/// The result ConfigMaps read for one reconcile, those not to be trusted
-/// already set apart.
-struct Results {
-    /// `<task>-result`: for progress while the Job runs, for the result
-    /// once it ended (then only if its writer checked out).
-    result: Option<ConfigMap>,
-    /// Why `<task>-result` was not accepted as this Job's result.
-    refused: Option<String>,
-    /// The shards' results that checked out (sharded Tasks whose Job ended
-    /// or vanished).
-    shards: Vec<ConfigMap>,
-}
-
-/// Reads what the status needs of the result ConfigMaps, and checks that a
-/// final result was written by a pod of the Task's Job (its current one,
-/// or the one recorded when it vanished). A result that fails the check is
-/// never accepted; a Warning Event says why.
-async fn read_results(
-    ctx: &Context,
-    task: &Task,
-    id: &build::Identity<'_>,
-    job: Option<&Job>,
-    ours: Option<&Job>,
-    untouched: bool,
-    pods: &[Pod],
-) -> Result<Results, Error> {
-    let mut out = Results {
-        result: None,
-        refused: None,
-        shards: Vec::new(),
-    };
-    let sharded = task.spec.is_sharded();
-    let final_read = status::wants_final_result(task, job);
-    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
-    // The Job whose pods may have written the final result.
-    let fence_uid = match ours {
-        Some(j) => j.metadata.uid.as_deref(),
-        None => recorded,
-    };
-    if !sharded && status::wants_result(task, job) && (final_read || !untouched) {
-        out.result = api::get_result(ctx, id.namespace, &config_map_name(id.name)).await?;
-    }
-    let ended = ours.is_none_or(|j| observe::finish(j).is_some());
-    let want_shards = sharded && fence_uid.is_some() && (ended && final_read);
-    let shard_cms = if want_shards {
-        api::list_shard_results(ctx, id.namespace, id.name, id.uid).await?
-    } else {
-        Vec::new()
-    };
-    let (Some(job_uid), true) = (fence_uid, final_read) else {
-        return Ok(out);
-    };
-    let fence = writers::Fence {
-        namespace: id.namespace,
-        job: id.name,
-        task_uid: id.uid,
-        job_uid,
-        pods,
-    };
-    let mut refusals = Vec::new();
-    if let Some(cm) = out.result.as_ref()
-        && let Err(why) = writers::vet(ctx, &fence, cm, None).await?
-    {
-        refusals.push(why.clone());
-        out.refused = Some(why);
-    }
-    if !shard_cms.is_empty() {
-        let (kept, refused) = writers::vet_shards(ctx, &fence, shard_cms).await?;
-        out.shards = kept;
-        refusals.extend(refused);
-    }
-    if let Some(first) = refusals.first() {
-        // Forged or stale: never accepted; say so where people look.
-        warn!(refused = refusals.len(), why = %first, "ignoring results that are not this Task's current Job's");
-        let more = match refusals.len() {
-            1 => String::new(),
-            n => format!(" (and {} more result ConfigMaps)", n - 1),
-        };
-        let note = events::Note {
-            warning: true,
-            reason: events::reason::FOREIGN_RESULT,
-            action: "ReadResult",
-            message: format!("{first}{more}"),
-        };
-        api::publish(ctx, task, &note).await;
-    }
-    Ok(out)
-}
-
-/// Patches the status unless only timestamps would change, then publishes
-/// the Events the transition deserves.
-async fn write(ctx: &Context, task: &Task, next: TaskStatus) -> Result<Written, Error> {
-    let prev = task.status.as_ref();
-    if !status::needs_patch(prev, &next) {
-        debug!("status unchanged");
-        return Ok(Written::Unchanged);
-    }
-    match api::patch_status(ctx, task, &next).await {
-        Ok(()) => {}
-        Err(e) if e.is_conflict() => {
-            // Our cached Task is older than the server's: the watch brings
-            // the newer one and reconciles again; nothing was written. The
-            // guard stays: without it a stale cache would write its Events
-            // (Started, Completed) and condition times a second time.
-            debug!("status patch conflicted with a newer Task; waiting for it");
-            return Ok(Written::Stale);
-        }
-        Err(e) => return Err(e.into()),
-    }
-    let now = Time(Timestamp::now());
-    ctx.metrics
-        .record(&transitions::from_transition(task, prev, &next, &now));
-    if let Some(phase) = next.phase.filter(|p| p.is_terminal())
-        && prev.and_then(|p| p.phase) != Some(phase)
-    {
-        // Its slot is free: start who waits for it now, not at their next look.
-        if let Err(e) = admit::drain(ctx, task).await {
-            warn!(error = %Chain(&e), "cannot start queued Tasks; they retry on their own");
+/// A terminal Task: nothing more happens to it, but its conditions always
+/// follow its phase, so a hand-edited status cannot leave `kubectl wait`
+/// hanging. The cache keeps a terminal Task's conditions only when they
+/// disagree; then the whole Task is read to set them right.
+async fn settle(ctx: &Context, task: &Task, now: Time) -> Result<Action, Error> {
+    if !status::conditions_agree(task.status.as_ref().unwrap_or(&TaskStatus::default())) {
+        let id = build::identity(task)?;
+        if let Some(full) = api::get_task(ctx, id.namespace, id.name).await?
+            && let Some(settled) = status::settled(&full, now)
+        {
+            write::status(ctx, &full, settled).await?;
         }
     }
-    for note in events::transitions(prev, &next) {
-        api::publish(ctx, task, &note).await;
-    }
-    Ok(Written::Patched)
-}
-
-/// What `write` did.
-#[derive(PartialEq, Eq)]
-enum Written {
-    Unchanged,
-    Patched,
-    /// The cached Task was stale; look again shortly.
-    Stale,
+    debug!("terminal; nothing to do");
+    Ok(Action::await_change())
 }
 
 fn action(ctx: &Context, next: Next, written: Written) -> Action {

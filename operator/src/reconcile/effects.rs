@@ -1,0 +1,59 @@
+//! The side effects a reconcile has besides its status write, in one
+//! place: the ones done before the write (a Warning Event for a result
+//! not accepted, suspending a Job the new status ends) and the one after
+//! it (a Task that ended frees its slot for the queued ones).
+
+use crds::Task;
+use tracing::warn;
+
+use crate::call::Chain;
+use crate::context::Context;
+use crate::reconcile::error::Error;
+use crate::reconcile::read::Seen;
+use crate::reconcile::{admit, api};
+use crate::status::{self, Desired, events};
+
+/// Done before the status is written: once terminal, the Task is never
+/// looked at again.
+pub async fn before_write(
+    ctx: &Context,
+    task: &Task,
+    seen: &Seen,
+    desired: &Desired,
+) -> Result<(), Error> {
+    if let Some(note) = foreign_results(&seen.refusals) {
+        api::publish(ctx, task, &note).await;
+    }
+    let stop = seen
+        .job
+        .as_ref()
+        .filter(|j| status::wants_stop(task, Some(j), &desired.status));
+    if let Some(j) = stop {
+        api::suspend_job(ctx, j).await?;
+    }
+    Ok(())
+}
+
+/// Forged or stale results are never accepted; say so where people look.
+fn foreign_results(refusals: &[String]) -> Option<events::Note> {
+    let first = refusals.first()?;
+    warn!(refused = refusals.len(), why = %first, "ignoring results that are not this Task's current Job's");
+    let more = match refusals.len() {
+        1 => String::new(),
+        n => format!(" (and {} more result ConfigMaps)", n - 1),
+    };
+    Some(events::Note {
+        warning: true,
+        reason: events::reason::FOREIGN_RESULT,
+        action: "ReadResult",
+        message: format!("{first}{more}"),
+    })
+}
+
+/// After `task` became terminal: start the Tasks its slot lets start now,
+/// not at their next look. A failure is theirs to retry, not this Task's.
+pub async fn after_end(ctx: &Context, task: &Task) {
+    if let Err(e) = admit::drain(ctx, task).await {
+        warn!(error = %Chain(&e), "cannot start queued Tasks; they retry on their own");
+    }
+}

@@ -1,0 +1,149 @@
+//! The read step: the Task's Job (found, or started under the caps), then
+//! what `plan::reads` asks for — its pods and result ConfigMaps — with any
+//! result read as final vetted against the Job it must come from.
+
+use crds::Task;
+use crds::result::config_map_name;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::context::Context;
+use crate::queue::Wait;
+use crate::reconcile::admit::{self, Admission};
+use crate::reconcile::build::Identity;
+use crate::reconcile::error::Error;
+use crate::reconcile::plan::{self, Find};
+use crate::reconcile::{api, writers};
+use crate::status::observe::{self, Observed, Ownership};
+
+/// What became of the Task's Job.
+pub enum Found {
+    /// The Job with the Task's name, if there is one (ours or not).
+    Job(Option<Box<Job>>),
+    /// The Task waits for a slot.
+    Wait(Wait),
+    /// The API server refused to create the Job for its content; its message.
+    Refused(String),
+}
+
+/// Finds the Task's Job, or starts it when the Task may start.
+pub async fn job(ctx: &Context, task: &Task, id: &Identity<'_>) -> Result<Found, Error> {
+    let look_first = match plan::find(task) {
+        Find::Get => {
+            let job = api::get_job(ctx, id.namespace, id.name).await?;
+            return Ok(Found::Job(job.map(Box::new)));
+        }
+        Find::GetThenStart => true,
+        // Under a cap, a Job may exist already: look first.
+        Find::Start => admit::capped(ctx, id.namespace).await?,
+    };
+    if look_first && let Some(j) = api::get_job(ctx, id.namespace, id.name).await? {
+        return Ok(Found::Job(Some(Box::new(j))));
+    }
+    Ok(match admit::start(ctx, task).await? {
+        Admission::Started(j) => Found::Job(Some(j)),
+        Admission::Wait(w) => Found::Wait(w),
+        Admission::Refused(why) => Found::Refused(why),
+    })
+}
+
+/// Everything one reconcile read about a Task that has (or had) a Job.
+pub struct Seen {
+    pub job: Option<Job>,
+    /// Pods of the Task's own Job.
+    pub pods: Vec<Pod>,
+    /// `<task>-result`, if read and present.
+    pub result: Option<ConfigMap>,
+    /// Why `result` is not accepted as the Job's final result.
+    pub refused: Option<String>,
+    /// The shards' results that checked out.
+    pub shards: Vec<ConfigMap>,
+    /// Every result ConfigMap refused, and why (for a Warning Event).
+    pub refusals: Vec<String>,
+}
+
+impl Seen {
+    /// The status logic's view of what was read.
+    pub fn observed(&self, now: Time) -> Observed<'_> {
+        Observed {
+            job: self.job.as_ref(),
+            result: self.result.as_ref(),
+            refused: self.refused.clone(),
+            pods: &self.pods,
+            shard_results: &self.shards,
+            now,
+        }
+    }
+}
+
+/// Reads what the status of `task` needs besides its Job.
+pub async fn cluster(
+    ctx: &Context,
+    task: &Task,
+    id: &Identity<'_>,
+    job: Option<Box<Job>>,
+) -> Result<Seen, Error> {
+    let job = job.map(|j| *j);
+    let reads = plan::reads(task, job.as_ref());
+    let ours = job
+        .as_ref()
+        .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
+    let pods = match ours.filter(|_| reads.pods) {
+        Some(j) => api::list_pods(ctx, id.namespace, id.uid, j).await?,
+        None => Vec::new(),
+    };
+    let result = match reads.result {
+        true => api::get_result(ctx, id.namespace, &config_map_name(id.name)).await?,
+        false => None,
+    };
+    let shards = match reads.shard_results {
+        true => api::list_shard_results(ctx, id.namespace, id.name, id.uid).await?,
+        false => Vec::new(),
+    };
+    let mut seen = Seen {
+        job: None,
+        pods,
+        result,
+        refused: None,
+        shards: Vec::new(),
+        refusals: Vec::new(),
+    };
+    if let Some(job_uid) = reads.fence {
+        vet(ctx, id, job_uid, &mut seen, shards).await?;
+    } else {
+        seen.shards = shards;
+    }
+    seen.job = job;
+    Ok(seen)
+}
+
+/// Keeps only results written by a pod of the Job `job_uid` (its current
+/// one, or the one recorded when it vanished); never accepts the others.
+async fn vet(
+    ctx: &Context,
+    id: &Identity<'_>,
+    job_uid: &str,
+    seen: &mut Seen,
+    shards: Vec<ConfigMap>,
+) -> Result<(), Error> {
+    let fence = writers::Fence {
+        namespace: id.namespace,
+        job: id.name,
+        task_uid: id.uid,
+        job_uid,
+        pods: &seen.pods,
+    };
+    if let Some(cm) = seen.result.as_ref()
+        && let Err(why) = writers::vet(ctx, &fence, cm, None).await?
+    {
+        seen.refusals.push(why.clone());
+        seen.refused = Some(why);
+    }
+    if !shards.is_empty() {
+        let (kept, refused) = writers::vet_shards(ctx, &fence, shards).await?;
+        seen.shards = kept;
+        seen.refusals.extend(refused);
+    }
+    Ok(())
+}
