@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -11,25 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"longtask.dev/devcluster/internal/node/kubelet"
+	"longtask.dev/devcluster/internal/node/supervise"
 )
-
-// Restart back-off: 1s doubling to 60s (the kubelet's reduced back-off);
-// an instance that ran 10 minutes resets it.
-const (
-	backoffBase  = time.Second
-	backoffMax   = 60 * time.Second
-	backoffReset = 10 * time.Minute
-	configRetry  = 3 * time.Second
-	imageRetry   = 10 * time.Second
-)
-
-// imageError is a container whose image maps to no local program: a
-// kubelet would fail to pull it.
-type imageError struct{ image string }
-
-func (e *imageError) Error() string {
-	return fmt.Sprintf("no local program is mapped for image %q on this node (start the node agent with --image %s=/path/to/program, or set command)", e.image, e.image)
-}
 
 // supervise runs one container until it is done for good (reporting
 // whether its last exit was 0) or the pod stops.
@@ -40,9 +24,9 @@ func (r *podRun) supervise(c *ctr, isInit bool) bool {
 		spec := r.pod.Spec
 		r.mu.Unlock()
 		if last != nil {
-			again := shouldRestart(&spec, &c.spec, last.ExitCode)
+			again := kubelet.ShouldRestart(&spec, &c.spec, last.ExitCode)
 			if isInit {
-				again = initShouldRestart(&spec, last.ExitCode)
+				again = kubelet.InitShouldRestart(&spec, last.ExitCode)
 			}
 			if !again {
 				return last.ExitCode == 0
@@ -74,14 +58,11 @@ func (r *podRun) supervise(c *ctr, isInit bool) bool {
 // backoff waits before a restart, showing CrashLoopBackOff meanwhile.
 func (r *podRun) backoff(c *ctr, last *corev1.ContainerStateTerminated) bool {
 	r.mu.Lock()
-	if last.FinishedAt.Sub(last.StartedAt.Time) >= backoffReset {
-		c.backoffs = 0
-	}
-	delay := min(backoffBase<<min(c.backoffs, 6), backoffMax)
-	c.backoffs++
+	var delay time.Duration
+	delay, c.backoffs = kubelet.RestartBackoff(c.backoffs, last)
 	msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", delay, c.spec.Name, r.pod.Name, r.pod.Namespace, r.uid)
 	c.status.LastTerminationState = corev1.ContainerState{Terminated: last}
-	c.status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reasonCrashLoopBackOff, Message: msg}}
+	c.status.State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: kubelet.ReasonCrashLoopBackOff, Message: msg}}
 	r.mu.Unlock()
 	r.changed()
 	r.warn(nil, "BackOff", "Back-off restarting failed container "+c.spec.Name)
@@ -90,16 +71,8 @@ func (r *podRun) backoff(c *ctr, last *corev1.ContainerStateTerminated) bool {
 
 // waitConfig shows why a container cannot start and waits to retry.
 func (r *podRun) waitConfig(c *ctr, err error) bool {
-	reason, retry := reasonConfigError, configRetry
-	var ie *imageError
-	if errors.As(err, &ie) {
-		reason, retry = reasonErrImagePull, imageRetry
-	}
 	r.mu.Lock()
-	if w := c.status.State.Waiting; w != nil && reason == reasonErrImagePull &&
-		(w.Reason == reasonErrImagePull || w.Reason == reasonImagePullBackOff) {
-		reason = reasonImagePullBackOff // the kubelet's second and later report
-	}
+	reason, retry := kubelet.StartFailure(err, c.status.State.Waiting)
 	w := &corev1.ContainerStateWaiting{Reason: reason, Message: err.Error()}
 	if c.status.State.Terminated != nil {
 		c.status.LastTerminationState = corev1.ContainerState{Terminated: c.status.State.Terminated}
@@ -124,52 +97,67 @@ type instanceConfig struct {
 func (r *podRun) containerConfig(c *ctr) (instanceConfig, error) {
 	r.mu.Lock()
 	pod := r.pod.DeepCopy()
-	creds := r.creds
-	r.mu.Unlock()
-	injected := newEnvList()
-	injected.set("HOSTNAME", pod.Name)
-	injected.set("KUBERNETES_SERVICE_HOST", r.p.a.apiHost)
-	injected.set("KUBERNETES_SERVICE_PORT", r.p.a.apiPort)
-	if creds != nil {
-		injected.set("KUBECONFIG", creds.kubeconfigPath())
+	kubeconfig := ""
+	if r.creds != nil {
+		kubeconfig = r.creds.kubeconfigPath()
 	}
+	r.mu.Unlock()
+	a := r.p.a
+	injected := kubelet.InjectedEnv(pod, a.apiHost, a.apiPort, kubeconfig)
 	ctx, cancel := context.WithTimeout(r.ctx, 15*time.Second)
 	defer cancel()
-	env, err := resolveEnv(pod, &c.spec, injected, apiSources{ctx: ctx, client: r.p.a.client}, r.p.allocatable)
+	env, err := kubelet.ResolveEnv(pod, &c.spec, injected, apiSources{ctx: ctx, client: a.client}, r.p.allocatable)
 	if err != nil {
 		return instanceConfig{}, err
 	}
-	var argv []string
-	for _, s := range append(append([]string{}, c.spec.Command...), c.spec.Args...) {
-		argv = append(argv, expand(s, env.get))
-	}
-	imageID := "devcluster://host"
-	if len(c.spec.Command) == 0 {
-		prog, ok := r.p.a.images.lookup(c.spec.Image)
-		if !ok {
-			return instanceConfig{}, &imageError{image: c.spec.Image}
-		}
-		argv = append([]string{prog}, argv...)
-		imageID = "devcluster://" + prog
-	}
-	full := newEnvList()
-	for _, kv := range r.p.a.hostEnv {
-		full.set(kv[0], kv[1])
-	}
-	for _, n := range env.names {
-		full.set(n, env.vals[n])
+	argv, imageID, err := kubelet.Command(&c.spec, env, a.images)
+	if err != nil {
+		return instanceConfig{}, err
 	}
 	dir := c.spec.WorkingDir
 	if dir == "" {
 		dir = r.workDir()
 	}
-	return instanceConfig{argv: argv, env: full.environ(), dir: dir, imageID: imageID}, nil
+	return instanceConfig{argv: argv, env: kubelet.ProcessEnv(a.hostEnv, env), dir: dir, imageID: imageID}, nil
 }
 
 // runInstance starts one process, reports it running, waits for it (or
 // kills it when the pod stops) and reports how it ended.
 func (r *podRun) runInstance(c *ctr, cfg instanceConfig) {
+	path, exited := r.nextInstance(c)
+	p, err := startLogged(cfg, path)
+	if err != nil {
+		r.startFailed(c, cfg, err, exited)
+		return
+	}
+	id := "devcluster://" + strconv.Itoa(p.PGID)
 	r.mu.Lock()
+	c.status.ContainerID, c.status.ImageID = id, cfg.imageID
+	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(p.StartedAt)}}
+	r.mu.Unlock()
+	r.changed()
+	r.event("Started", "Started container "+c.spec.Name)
+
+	select {
+	case <-p.Done():
+	case <-r.stopCh:
+		r.event("Killing", "Stopping container "+c.spec.Name)
+		p.Kill(r.killDeadline)
+	}
+	msg := r.terminationMessage(c, path, p.ExitCode)
+	t := kubelet.TerminatedState(p.ExitCode, p.Signal, metav1.NewTime(p.StartedAt), metav1.NewTime(p.FinishedAt), id, msg)
+	r.mu.Lock()
+	c.status.State = corev1.ContainerState{Terminated: t}
+	r.mu.Unlock()
+	close(exited)
+	r.changed()
+}
+
+// nextInstance records that a new instance of c starts, and returns its
+// log file and the channel to close once it has exited.
+func (r *podRun) nextInstance(c *ctr) (string, chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if t := c.status.State.Terminated; t != nil {
 		c.status.LastTerminationState = corev1.ContainerState{Terminated: t}
 	}
@@ -181,57 +169,39 @@ func (r *podRun) runInstance(c *ctr, cfg instanceConfig) {
 	c.instance = c.status.RestartCount
 	exited := make(chan struct{})
 	c.exited = exited
-	path := logPath(r.dir, c.spec.Name, c.instance)
-	r.mu.Unlock()
+	return supervise.LogPath(r.dir, c.spec.Name, c.instance), exited
+}
 
-	var p *proc
-	out, err := openLogForAppend(path)
-	if err == nil {
-		p, err = startProc(cfg.argv, cfg.dir, cfg.env, out)
-		out.Close() // the child holds its own descriptor
-	}
+// startLogged starts an instance with its output appended to its log.
+func startLogged(cfg instanceConfig, logFile string) (*supervise.Proc, error) {
+	out, err := supervise.OpenLogForAppend(logFile)
 	if err != nil {
-		now := metav1.Now()
-		t := terminatedState(128, 0, now, now, "", err.Error())
-		t.Reason = reasonStartError
-		r.mu.Lock()
-		c.status.State = corev1.ContainerState{Terminated: t}
-		c.status.ImageID = cfg.imageID
-		r.mu.Unlock()
-		close(exited)
-		r.changed()
-		r.warn(nil, "Failed", fmt.Sprintf("Error: failed to start container %q: %v", c.spec.Name, err))
-		return
+		return nil, err
 	}
-	id := "devcluster://" + strconv.Itoa(p.pgid)
-	r.mu.Lock()
-	c.status.ContainerID, c.status.ImageID = id, cfg.imageID
-	c.status.State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(p.startedAt)}}
-	r.mu.Unlock()
-	r.changed()
-	r.event("Started", "Started container "+c.spec.Name)
+	defer out.Close() // the child holds its own descriptor
+	return supervise.Start(cfg.argv, cfg.dir, cfg.env, out)
+}
 
-	select {
-	case <-p.done:
-	case <-r.stopCh:
-		r.event("Killing", "Stopping container "+c.spec.Name)
-		r.kill(p)
-	}
-	msg := r.terminationMessage(c, path, p.exitCode)
-	t := terminatedState(p.exitCode, p.signal, metav1.NewTime(p.startedAt), metav1.NewTime(p.finishedAt), id, msg)
+// startFailed reports an instance that could not be started.
+func (r *podRun) startFailed(c *ctr, cfg instanceConfig, err error, exited chan struct{}) {
+	now := metav1.Now()
+	t := kubelet.TerminatedState(128, 0, now, now, "", err.Error())
+	t.Reason = kubelet.ReasonStartError
 	r.mu.Lock()
 	c.status.State = corev1.ContainerState{Terminated: t}
+	c.status.ImageID = cfg.imageID
 	r.mu.Unlock()
 	close(exited)
 	r.changed()
+	r.warn(nil, "Failed", fmt.Sprintf("Error: failed to start container %q: %v", c.spec.Name, err))
 }
 
 // terminationMessage reads terminationMessagePath (when it is a file under
 // the state dir) or, for FallbackToLogsOnError, the end of the log.
 func (r *podRun) terminationMessage(c *ctr, logFile string, exitCode int32) string {
-	msg := readTerminationMessage(c.spec.TerminationMessagePath, r.p.a.stateDir)
+	msg := supervise.ReadTerminationMessage(c.spec.TerminationMessagePath, r.p.a.stateDir)
 	if msg == "" && exitCode != 0 && c.spec.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
-		msg = tailText(logFile, 80, 2048)
+		msg = supervise.TailText(logFile, 80, 2048)
 	}
 	return msg
 }
@@ -243,7 +213,7 @@ type apiSources struct {
 	client kubernetes.Interface
 }
 
-func (s apiSources) configMap(ns, name string) (*corev1.ConfigMap, error) {
+func (s apiSources) ConfigMap(ns, name string) (*corev1.ConfigMap, error) {
 	cm, err := s.client.CoreV1().ConfigMaps(ns).Get(s.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -254,7 +224,7 @@ func (s apiSources) configMap(ns, name string) (*corev1.ConfigMap, error) {
 	return cm, nil
 }
 
-func (s apiSources) secret(ns, name string) (*corev1.Secret, error) {
+func (s apiSources) Secret(ns, name string) (*corev1.Secret, error) {
 	sec, err := s.client.CoreV1().Secrets(ns).Get(s.ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil, nil

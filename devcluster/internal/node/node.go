@@ -1,12 +1,17 @@
 // Package node is devcluster's node agent: one process that registers N
 // Nodes through virtual-kubelet and runs the pods bound to them as local
 // processes, reporting status, exit codes and logs the way a kubelet does.
+//
+// What a kubelet would decide (pod status, restarts, environments, image
+// references) is in node/kubelet, free of side effects; starting, killing
+// and logging host processes is in node/supervise. This package runs the
+// pods with them (pod.go, container.go) and wires them to virtual-kubelet
+// and the API server (provider, status patches, Node registration, the
+// kubelet HTTPS API).
 package node
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,7 +20,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -23,13 +27,14 @@ import (
 	vklog "github.com/virtual-kubelet/virtual-kubelet/log"
 	vkslog "github.com/virtual-kubelet/virtual-kubelet/log/slog"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+
+	"longtask.dev/devcluster/internal/node/kubelet"
 )
 
 // shutdownGrace is how long pod processes get between SIGTERM and SIGKILL
@@ -42,7 +47,7 @@ var everything = labels.Everything()
 type agent struct {
 	ctx       context.Context // ends at shutdown
 	client    kubernetes.Interface
-	images    *imageMap
+	images    *kubelet.ImageMap
 	stateDir  string
 	apiServer string // URL for pods' kubeconfigs
 	apiHost   string // KUBERNETES_SERVICE_HOST
@@ -51,45 +56,6 @@ type agent struct {
 	hostEnv   [][2]string // the part of our environment pods inherit
 	providers []*provider
 	wg        sync.WaitGroup // one per pod runner
-}
-
-type options struct {
-	kubeconfig, cpu, memory, stateDir, listenAddress string
-	nodes, pods, port                                int
-	images                                           *imageMap
-}
-
-type imageFlag struct{ m *imageMap }
-
-func (f imageFlag) String() string     { return "" }
-func (f imageFlag) Set(s string) error { return f.m.add(s) }
-
-func parseFlags(args []string) (options, error) {
-	o := options{images: newImageMap()}
-	fs := flag.NewFlagSet("node", flag.ContinueOnError)
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "admin kubeconfig (required)")
-	fs.IntVar(&o.nodes, "nodes", 1, "number of Nodes to register: devcluster-node-0..N-1")
-	fs.StringVar(&o.cpu, "cpu", "4", "CPU capacity of each node")
-	fs.StringVar(&o.memory, "memory", "8Gi", "memory capacity of each node")
-	fs.IntVar(&o.pods, "pods", 110, "maximum pods per node")
-	fs.Var(imageFlag{o.images}, "image", "REF=PATH: containers of image REF without a command run the program PATH (repeatable)")
-	fs.StringVar(&o.stateDir, "state-dir", filepath.Join(os.TempDir(), "devcluster-node"), "per-pod working files: logs, tokens, kubeconfigs")
-	fs.StringVar(&o.listenAddress, "listen-address", "127.0.0.1", "loopback address of the kubelet HTTPS API (logs)")
-	fs.IntVar(&o.port, "port", 0, "port of the kubelet HTTPS API, shared by all nodes (0: pick a free one)")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	switch {
-	case fs.NArg() > 0:
-		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	case o.kubeconfig == "":
-		return o, errors.New("--kubeconfig is required")
-	case o.nodes < 1:
-		return o, errors.New("--nodes must be at least 1")
-	case o.pods < 1:
-		return o, errors.New("--pods must be at least 1")
-	}
-	return o, nil
 }
 
 // Main runs the node agent until SIGTERM or SIGINT, then stops every pod
@@ -200,48 +166,7 @@ func newAgent(ctx context.Context, o options) (*agent, error) {
 		apiHost:   u.Hostname(),
 		apiPort:   port,
 		caData:    ca,
-		hostEnv:   hostEnv(os.Environ()),
-	}, nil
-}
-
-// hostEnv picks the few variables a host program needs to work at all.
-// Everything else, KUBECONFIG above all, stays out: a pod must get its own
-// service account's rights, never the agent's. DEVCLUSTER_DIR lets
-// `devcluster down` find strays.
-func hostEnv(environ []string) [][2]string {
-	keep := map[string]bool{
-		"PATH": true, "HOME": true, "USER": true, "LOGNAME": true, "LANG": true, "LC_ALL": true,
-		"TZ": true, "TMPDIR": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true, "DEVCLUSTER_DIR": true,
-	}
-	var out [][2]string
-	hasPath := false
-	for _, kv := range environ {
-		k, v, _ := strings.Cut(kv, "=")
-		if keep[k] {
-			out = append(out, [2]string{k, v})
-			hasPath = hasPath || k == "PATH"
-		}
-	}
-	if !hasPath {
-		out = append(out, [2]string{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})
-	}
-	return out
-}
-
-func nodeCapacity(cpu, memory string, pods int) (corev1.ResourceList, error) {
-	c, err := resource.ParseQuantity(cpu)
-	if err != nil {
-		return nil, fmt.Errorf("--cpu %q: %w", cpu, err)
-	}
-	m, err := resource.ParseQuantity(memory)
-	if err != nil {
-		return nil, fmt.Errorf("--memory %q: %w", memory, err)
-	}
-	return corev1.ResourceList{
-		corev1.ResourceCPU:              c,
-		corev1.ResourceMemory:           m,
-		corev1.ResourcePods:             *resource.NewQuantity(int64(pods), resource.DecimalSI),
-		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+		hostEnv:   kubelet.HostEnv(os.Environ()),
 	}, nil
 }
 

@@ -6,12 +6,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"longtask.dev/devcluster/internal/node/kubelet"
 )
 
 // podRun runs one pod: its files and token, init containers in order, then
@@ -92,7 +93,7 @@ func newPodRun(p *provider, pod *corev1.Pod) *podRun {
 	if !r.initialized {
 		for _, c := range r.all() {
 			if w := c.status.State.Waiting; w != nil {
-				w.Reason = reasonPodInitializing
+				w.Reason = kubelet.ReasonPodInitializing
 			}
 		}
 	}
@@ -101,8 +102,8 @@ func newPodRun(p *provider, pod *corev1.Pod) *podRun {
 
 func newCtr(spec *corev1.Container, prev []corev1.ContainerStatus, now metav1.Time) *ctr {
 	c := &ctr{spec: *spec.DeepCopy(), instance: -1}
-	old := findStatus(prev, spec.Name)
-	c.status = seedStatus(old, spec, now)
+	old := kubelet.FindStatus(prev, spec.Name)
+	c.status = kubelet.SeedStatus(old, spec, now)
 	c.hadInstance = old != nil && (old.State.Running != nil || old.State.Terminated != nil || old.LastTerminationState.Terminated != nil)
 	return c
 }
@@ -194,8 +195,8 @@ func (r *podRun) runInits() bool {
 	r.mu.Lock()
 	r.initialized = true
 	for _, c := range r.ctrs {
-		if w := c.status.State.Waiting; w != nil && w.Reason == reasonPodInitializing {
-			w.Reason = reasonContainerCreating
+		if w := c.status.State.Waiting; w != nil && w.Reason == kubelet.ReasonPodInitializing {
+			w.Reason = kubelet.ReasonContainerCreating
 		}
 	}
 	r.mu.Unlock()
@@ -275,27 +276,12 @@ func (r *podRun) sleep(d time.Duration) bool {
 	}
 }
 
-// kill stops a running instance after a stop: SIGTERM to its group, then
-// SIGKILL once the (possibly shortened) grace period has passed.
-func (r *podRun) kill(p *proc) {
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-tick.C:
-			r.mu.Lock()
-			by := r.killBy
-			r.mu.Unlock()
-			if time.Now().After(by) {
-				_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
-				<-p.done
-				return
-			}
-		}
-	}
+// killDeadline is when a stopped pod's processes get SIGKILL; a later
+// stop may bring it forward.
+func (r *podRun) killDeadline() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.killBy
 }
 
 // armDeadline enforces spec.activeDeadlineSeconds as a kubelet does.
@@ -311,18 +297,11 @@ func (r *podRun) armDeadline() {
 		return
 	}
 	left := time.Until(r.startTime.Add(time.Duration(*ads) * time.Second))
-	grace := terminationGrace(r.pod)
+	grace := kubelet.TerminationGrace(r.pod)
 	r.deadline = time.AfterFunc(max(left, 0), func() {
-		r.stop(grace, reasonDeadlineExceeded, "Pod was active on the node longer than the specified deadline")
-		r.warn(nil, reasonDeadlineExceeded, "Pod was active on the node longer than the specified deadline")
+		r.stop(grace, kubelet.ReasonDeadlineExceeded, "Pod was active on the node longer than the specified deadline")
+		r.warn(nil, kubelet.ReasonDeadlineExceeded, "Pod was active on the node longer than the specified deadline")
 	})
-}
-
-func terminationGrace(pod *corev1.Pod) time.Duration {
-	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
-		return time.Duration(*g) * time.Second
-	}
-	return 30 * time.Second
 }
 
 // changed asks the notifier to report the current status.
@@ -357,23 +336,23 @@ func (r *podRun) snapshot() *corev1.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.status.Phase != corev1.PodSucceeded && r.status.Phase != corev1.PodFailed {
-		f := podFacts{
-			sandboxReady: r.prepared,
-			initialized:  r.initialized,
+		f := kubelet.PodFacts{
+			SandboxReady: r.prepared,
+			Initialized:  r.initialized,
 			// Terminal only once every process is gone.
-			stopped:   r.stopped && r.finished,
-			startTime: r.startTime,
+			Stopped:   r.stopped && r.finished,
+			StartTime: r.startTime,
 		}
 		if r.finished {
-			f.reason, f.message = r.reason, r.msg
+			f.Reason, f.Message = r.reason, r.msg
 		}
 		for _, c := range r.inits {
-			f.initStatuses = append(f.initStatuses, c.status)
+			f.InitStatuses = append(f.InitStatuses, c.status)
 		}
 		for _, c := range r.ctrs {
-			f.statuses = append(f.statuses, c.status)
+			f.Statuses = append(f.Statuses, c.status)
 		}
-		r.status = computeStatus(r.pod, r.status, f, metav1.Now())
+		r.status = kubelet.ComputeStatus(r.pod, r.status, f, metav1.Now())
 	}
 	pod := r.pod.DeepCopy()
 	pod.Status = *r.status.DeepCopy()

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,11 +12,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/wait"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
+
+	"longtask.dev/devcluster/internal/node/kubelet"
 )
 
 // provider is VK's PodLifecycleHandler and PodNotifier for one node: VK
@@ -68,7 +67,7 @@ func (p *provider) get(key string) *podRun {
 
 // CreatePod implements node.PodLifecycleHandler: it starts the pod's runner.
 // A pod the API server already shows as started is seeded from that
-// status (see seedStatus), which is how an agent restart is handled.
+// status (see kubelet.SeedStatus), which is how an agent restart is handled.
 func (p *provider) CreatePod(_ context.Context, pod *corev1.Pod) error {
 	// During shutdown start refuses; no error, since VK would mark the pod
 	// Failed (ProviderFailed). It stays Pending for the next agent.
@@ -143,7 +142,7 @@ func (p *provider) DeletePod(_ context.Context, pod *corev1.Pod) error {
 	}
 	grace := 2 * time.Second // the pod is gone already: be quick
 	if !gone {
-		grace = terminationGrace(pod)
+		grace = kubelet.TerminationGrace(pod)
 		if g := pod.DeletionGracePeriodSeconds; g != nil {
 			grace = time.Duration(*g) * time.Second
 		}
@@ -266,129 +265,4 @@ func (p *provider) stopAll(grace time.Duration) []*podRun {
 		runs = append(runs, r)
 	}
 	return runs
-}
-
-// patchStatus writes only the status, as a kubelet does: a two-way
-// strategic merge patch from the stored status (so cleared fields are
-// cleared and conditions owned by others are kept), with the UID and
-// resourceVersion of that stored object as preconditions. Unlike a
-// pods/status update it can never put back metadata, such as a finalizer
-// the Job controller has just removed.
-func patchStatus(ctx context.Context, pods corev1client.PodInterface, old *corev1.Pod, st *corev1.PodStatus) (*corev1.Pod, error) {
-	if old.Status.Phase == corev1.PodSucceeded || old.Status.Phase == corev1.PodFailed {
-		return old, nil // a terminal phase is final, whatever a late writer thinks
-	}
-	from, err := json.Marshal(map[string]any{"status": old.Status})
-	if err != nil {
-		return nil, err
-	}
-	to, err := json.Marshal(map[string]any{"status": withForeignConditions(st, old.Status.Conditions)})
-	if err != nil {
-		return nil, err
-	}
-	diff, err := strategicpatch.CreateTwoWayMergePatch(from, to, corev1.Pod{})
-	if err != nil {
-		return nil, err
-	}
-	var patch map[string]any
-	if err := json.Unmarshal(diff, &patch); err != nil {
-		return nil, err
-	}
-	if len(patch) == 0 {
-		return old, nil
-	}
-	patch["metadata"] = map[string]any{"uid": old.UID, "resourceVersion": old.ResourceVersion}
-	body, err := json.Marshal(patch)
-	if err != nil {
-		return nil, err
-	}
-	return pods.Patch(ctx, old.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
-}
-
-// nodeConditions are the pod conditions a kubelet owns; the others
-// (PodScheduled, DisruptionTarget, readiness gates, ...) are other writers'.
-var nodeConditions = map[corev1.PodConditionType]bool{
-	corev1.PodReadyToStartContainers: true,
-	corev1.PodInitialized:            true,
-	corev1.ContainersReady:           true,
-	corev1.PodReady:                  true,
-}
-
-// withForeignConditions takes our conditions and everybody else's as
-// currently stored, like the kubelet's status merge, so a patch never
-// removes a condition someone added since our last look.
-func withForeignConditions(st *corev1.PodStatus, stored []corev1.PodCondition) *corev1.PodStatus {
-	out := st.DeepCopy()
-	out.Conditions = nil
-	for _, c := range st.Conditions {
-		if nodeConditions[c.Type] {
-			out.Conditions = append(out.Conditions, c)
-		}
-	}
-	for _, c := range stored {
-		if !nodeConditions[c.Type] {
-			out.Conditions = append(out.Conditions, c)
-		}
-	}
-	return out
-}
-
-// statusPatchingPods is the pod client handed to VK: VK writes status with
-// pods/status updates of the provider's whole pod object, which would also
-// write back stale labels, annotations and finalizers; this turns them into
-// status patches.
-type statusPatchingPods struct {
-	corev1client.PodsGetter
-	p *provider
-}
-
-func (s statusPatchingPods) Pods(namespace string) corev1client.PodInterface {
-	return statusPatchingPodInterface{s.PodsGetter.Pods(namespace), s.p, namespace}
-}
-
-type statusPatchingPodInterface struct {
-	corev1client.PodInterface
-	p         *provider
-	namespace string
-}
-
-// lastWrite is the pod as our previous status patch left it, and the
-// resourceVersion it was based on.
-type lastWrite struct {
-	base   string
-	result *corev1.Pod
-}
-
-// UpdateStatus patches from the freshest copy we know: the informer's, or
-// the result of our own previous write while the informer has not caught
-// up with it (which would otherwise make every quick second write conflict).
-func (c statusPatchingPodInterface) UpdateStatus(ctx context.Context, pod *corev1.Pod, _ metav1.UpdateOptions) (*corev1.Pod, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	old, err := c.p.lister.Pods(c.namespace).Get(pod.Name)
-	if err != nil {
-		if old, err = c.Get(ctx, pod.Name, metav1.GetOptions{}); err != nil {
-			return nil, err
-		}
-	}
-	if old.UID != pod.UID {
-		return old, nil // a report about an older pod of the same name
-	}
-	c.p.mu.Lock()
-	if lw, ok := c.p.writes[old.UID]; ok && lw.base == old.ResourceVersion {
-		old = lw.result
-	}
-	c.p.mu.Unlock()
-	res, err := patchStatus(ctx, c.PodInterface, old, &pod.Status)
-	if err != nil {
-		return nil, err
-	}
-	c.p.mu.Lock()
-	if res.Status.Phase == corev1.PodSucceeded || res.Status.Phase == corev1.PodFailed {
-		delete(c.p.writes, res.UID) // no further writes
-	} else if res != old {
-		c.p.writes[res.UID] = lastWrite{base: old.ResourceVersion, result: res}
-	}
-	c.p.mu.Unlock()
-	return res, nil
 }

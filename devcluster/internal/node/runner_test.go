@@ -15,6 +15,8 @@ import (
 	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
+
+	"longtask.dev/devcluster/internal/node/kubelet"
 )
 
 // harness runs pods through a real provider and real processes, with a
@@ -33,7 +35,7 @@ func newHarness(t *testing.T) *harness {
 	a := &agent{
 		ctx:      ctx,
 		client:   client,
-		images:   newImageMap(),
+		images:   kubelet.NewImageMap(),
 		stateDir: t.TempDir(),
 		apiHost:  "127.0.0.1",
 		apiPort:  "6443",
@@ -103,7 +105,7 @@ func (h *harness) logs(pod *corev1.Pod, container string) string {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	b, err := os.ReadFile(req.path)
+	b, err := os.ReadFile(req.Path)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestRunnerExitCodeFailsPod(t *testing.T) {
 	h.await("running or done", func(p *corev1.Pod) bool { return p.Status.StartTime != nil })
 	done := h.await("Failed", phase(corev1.PodFailed))
 	term := done.Status.ContainerStatuses[0].State.Terminated
-	if term == nil || term.ExitCode != 3 || term.Reason != reasonError {
+	if term == nil || term.ExitCode != 3 || term.Reason != kubelet.ReasonError {
 		t.Fatalf("container state %+v", done.Status.ContainerStatuses[0].State)
 	}
 	if got := h.logs(pod, "main"); got != "fail fail\n" {
@@ -173,7 +175,7 @@ func TestRunnerRestartsOnFailure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(prev.path); string(b) != "try\n" {
+	if b, _ := os.ReadFile(prev.Path); string(b) != "try\n" {
 		t.Errorf("previous instance log %q", b)
 	}
 }
@@ -189,7 +191,7 @@ func TestRunnerWaitsForConfigMap(t *testing.T) {
 	}
 	waiting := h.await("CreateContainerConfigError", func(p *corev1.Pod) bool {
 		w := p.Status.ContainerStatuses[0].State.Waiting
-		return w != nil && w.Reason == reasonConfigError
+		return w != nil && w.Reason == kubelet.ReasonConfigError
 	})
 	if waiting.Status.Phase != corev1.PodPending || !strings.Contains(waiting.Status.ContainerStatuses[0].State.Waiting.Message, `configmap "cm" not found`) {
 		t.Errorf("waiting status %+v", waiting.Status)
@@ -212,7 +214,7 @@ func TestRunnerUnknownImage(t *testing.T) {
 	}
 	got := h.await("ErrImagePull", func(p *corev1.Pod) bool {
 		w := p.Status.ContainerStatuses[0].State.Waiting
-		return w != nil && w.Reason == reasonErrImagePull
+		return w != nil && w.Reason == kubelet.ReasonErrImagePull
 	})
 	if got.Status.Phase != corev1.PodPending || !strings.Contains(got.Status.ContainerStatuses[0].State.Waiting.Message, "no local program is mapped") {
 		t.Errorf("status %+v", got.Status)

@@ -9,18 +9,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"fmt"
-	"io"
 	"math/big"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/virtual-kubelet/virtual-kubelet/errdefs"
 	"github.com/virtual-kubelet/virtual-kubelet/node/api"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -97,96 +91,4 @@ func (a *agent) kubeletHandler() http.Handler {
 		},
 	}, mux, false)
 	return mux
-}
-
-// containerLogs implements VK's GetContainerLogs: tailLines, limitBytes,
-// previous and follow are honoured; timestamps and since* are not.
-func (a *agent) containerLogs(ctx context.Context, namespace, pod, container string, opts api.ContainerLogOpts) (io.ReadCloser, error) {
-	req, err := a.findLog(namespace, pod, container, opts.Previous)
-	if err != nil {
-		return nil, err
-	}
-	req.tail, req.limit, req.follow = opts.Tail, opts.LimitBytes, opts.Follow
-	rc, err := openLogStream(ctx, req)
-	if os.IsNotExist(err) {
-		return nil, errdefs.NotFoundf("no log for container %q in pod %s/%s", container, namespace, pod)
-	}
-	return rc, err
-}
-
-func (a *agent) findLog(namespace, pod, container string, previous bool) (logRequest, error) {
-	for _, p := range a.providers {
-		if r := p.get(namespace + "/" + pod); r != nil {
-			return r.logRequest(container, previous)
-		}
-	}
-	return a.findLogOnDisk(namespace, pod, container, previous)
-}
-
-func (r *podRun) logRequest(container string, previous bool) (logRequest, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range r.all() {
-		if c.spec.Name != container {
-			continue
-		}
-		inst, exited := c.instance, c.exited
-		if inst < 0 && c.hadInstance {
-			inst, exited = c.status.RestartCount, nil // ran under a previous agent
-		}
-		if inst < 0 {
-			// The kubelet's wording, which kubectl users know.
-			msg := fmt.Sprintf("container %q in pod %q is waiting to start", container, r.pod.Name)
-			if w := c.status.State.Waiting; w != nil && w.Reason != "" {
-				msg += ": " + w.Reason
-			}
-			return logRequest{}, errdefs.InvalidInput(msg)
-		}
-		if previous {
-			if inst == 0 {
-				return logRequest{}, errdefs.InvalidInputf("previous terminated container %q in pod %s not found", container, r.key)
-			}
-			inst, exited = inst-1, nil
-		}
-		if exited == nil {
-			exited = closedChan
-		}
-		return logRequest{path: logPath(r.dir, container, inst), finished: exited}, nil
-	}
-	return logRequest{}, errdefs.NotFoundf("container %q is not valid for pod %s", container, r.key)
-}
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-// findLogOnDisk serves pods this agent no longer (or never) ran, such as
-// finished pods from before a restart: newest pod directory, highest
-// instance.
-func (a *agent) findLogOnDisk(namespace, pod, container string, previous bool) (logRequest, error) {
-	dirs, _ := filepath.Glob(filepath.Join(a.stateDir, "pods", namespace+"_"+pod+"_*"))
-	var newest string
-	var newestTime time.Time
-	for _, d := range dirs {
-		if st, err := os.Stat(d); err == nil && st.ModTime().After(newestTime) {
-			newest, newestTime = d, st.ModTime()
-		}
-	}
-	if newest == "" {
-		return logRequest{}, errdefs.NotFoundf("pod %s/%s is not on this node", namespace, pod)
-	}
-	files, _ := filepath.Glob(filepath.Join(newest, "logs", container, "*.log"))
-	var insts []int
-	for _, f := range files {
-		if n, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".log")); err == nil {
-			insts = append(insts, n)
-		}
-	}
-	sort.Ints(insts)
-	i := len(insts) - 1
-	if previous {
-		i--
-	}
-	if i < 0 {
-		return logRequest{}, errdefs.NotFoundf("no log for container %q in pod %s/%s", container, namespace, pod)
-	}
-	return logRequest{path: logPath(newest, container, int32(insts[i])), finished: closedChan}, nil
 }

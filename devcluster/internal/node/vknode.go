@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
+
+	"longtask.dev/devcluster/internal/node/kubelet"
 )
 
 // kubeletVersion is what the nodes report; it matches the control plane.
@@ -143,7 +145,7 @@ func nodeObject(name string, port int, capacity corev1.ResourceList) *corev1.Nod
 				cond(corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "no disk pressure"),
 				cond(corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "no PID pressure"),
 			},
-			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: loopbackIP}},
+			Addresses:       []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: kubelet.LoopbackIP}},
 			DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(port)}},
 			NodeInfo: corev1.NodeSystemInfo{
 				KubeletVersion:          kubeletVersion,

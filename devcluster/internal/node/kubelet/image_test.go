@@ -1,18 +1,16 @@
-package node
+package kubelet
 
 import "testing"
 
 func TestImageLookup(t *testing.T) {
-	m := newImageMap()
-	for _, f := range []string{
-		"longtask-worker:dev=/bin/worker",
-		"ghcr.io/acme/tool:1.0=/bin/tool",
-		"busybox=/bin/busybox-any-tag",
-		"localhost:5000/thing=/bin/thing",
+	m := NewImageMap()
+	for _, f := range [][2]string{
+		{"longtask-worker:dev", "/bin/worker"},
+		{"ghcr.io/acme/tool:1.0", "/bin/tool"},
+		{"busybox", "/bin/busybox-any-tag"},
+		{"localhost:5000/thing", "/bin/thing"},
 	} {
-		if err := m.add(f); err != nil {
-			t.Fatal(err)
-		}
+		m.Add(f[0], f[1])
 	}
 	for image, want := range map[string]string{
 		"longtask-worker:dev":                      "/bin/worker",
@@ -29,24 +27,9 @@ func TestImageLookup(t *testing.T) {
 		"localhost:5000/thing:v2":                  "/bin/thing",
 		"unknown:1":                                "",
 	} {
-		got, ok := m.lookup(image)
+		got, ok := m.Lookup(image)
 		if got != want || ok != (want != "") {
 			t.Errorf("lookup(%q) = %q, %v; want %q", image, got, ok, want)
 		}
-	}
-}
-
-func TestImageFlagSyntax(t *testing.T) {
-	m := newImageMap()
-	for _, bad := range []string{"noequals", "=path", "ref="} {
-		if err := m.add(bad); err == nil {
-			t.Errorf("add(%q) should fail", bad)
-		}
-	}
-	if err := m.add("img=relative/prog"); err != nil {
-		t.Fatal(err)
-	}
-	if p, _ := m.lookup("img"); p == "relative/prog" || p == "" || p[0] != '/' {
-		t.Errorf("PATH should be made absolute, got %q", p)
 	}
 }

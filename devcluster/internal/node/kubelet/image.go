@@ -1,53 +1,35 @@
-package node
+package kubelet
 
-import (
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-)
+import "strings"
 
-// imageMap says which local program an image stands for: `--image
-// REF=PATH`. A reference matches exactly, or after normalising both sides
-// the way Docker does (docker.io/library/ prefix, :latest tag), or with
-// the image's registry host stripped; a REF given without tag or digest
-// matches every tag of that repository.
-type imageMap struct {
+// ImageMap says which local program an image stands for (the node
+// agent's `--image REF=PATH`). A reference matches exactly, or after
+// normalising both sides the way Docker does (docker.io/library/ prefix,
+// :latest tag), or with the image's registry host stripped; a REF given
+// without tag or digest matches every tag of that repository.
+type ImageMap struct {
 	exact  map[string]string
 	canon  map[string]string // canonical reference -> program
 	anyTag map[string]string // canonical repository (REF had no tag) -> program
 }
 
-func newImageMap() *imageMap {
-	return &imageMap{exact: map[string]string{}, canon: map[string]string{}, anyTag: map[string]string{}}
+// NewImageMap returns an empty map.
+func NewImageMap() *ImageMap {
+	return &ImageMap{exact: map[string]string{}, canon: map[string]string{}, anyTag: map[string]string{}}
 }
 
-// add parses one REF=PATH flag value; PATH is made absolute so that a
-// container's working directory does not change what it means.
-func (m *imageMap) add(flagValue string) error {
-	ref, path, ok := strings.Cut(flagValue, "=")
-	if !ok || ref == "" || path == "" {
-		return fmt.Errorf("--image %q: want REF=PATH", flagValue)
-	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return fmt.Errorf("--image %q: %w", flagValue, err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		// Not fatal: the program may be built after the cluster starts.
-		fmt.Fprintf(os.Stderr, "node: warning: --image %s: %v\n", ref, err)
-	}
-	m.exact[ref] = abs
+// Add maps the image reference ref to program.
+func (m *ImageMap) Add(ref, program string) {
+	m.exact[ref] = program
 	r := parseRef(ref)
-	m.canon[r.canonical()] = abs
+	m.canon[r.canonical()] = program
 	if r.tag == "" && r.digest == "" {
-		m.anyTag[r.repo()] = abs
+		m.anyTag[r.repo()] = program
 	}
-	return nil
 }
 
-// lookup returns the program for an image reference.
-func (m *imageMap) lookup(image string) (string, bool) {
+// Lookup returns the program for an image reference.
+func (m *ImageMap) Lookup(image string) (string, bool) {
 	if p, ok := m.exact[image]; ok {
 		return p, true
 	}

@@ -1,4 +1,8 @@
-package node
+// Package supervise runs container instances as host processes and keeps
+// their logs: starting a process in its own group, reaping it, signalling
+// and killing it, and writing, tailing and following its log file. It
+// decides nothing about pods; the node package tells it what to run.
+package supervise
 
 import (
 	"errors"
@@ -11,24 +15,24 @@ import (
 	"time"
 )
 
-// proc is one container instance: a host process leading its own process
+// Proc is one container instance: a host process leading its own process
 // group, so that signals reach everything it started.
-type proc struct {
-	cmd  *exec.Cmd
-	pgid int
-	done chan struct{} // closed once the process is reaped
+type Proc struct {
+	cmd       *exec.Cmd
+	PGID      int
+	StartedAt time.Time
+	done      chan struct{} // closed once the process is reaped
 
-	// Set before done is closed.
-	exitCode   int32
-	signal     int
-	finishedAt time.Time
-	startedAt  time.Time
+	// Set before Done is closed.
+	ExitCode   int32
+	Signal     int
+	FinishedAt time.Time
 }
 
-// startProc starts argv with its output appended to out. The child is
+// Start starts argv with its output appended to out. The child is
 // SIGKILLed if the agent dies without stopping it (Pdeathsig), which covers
 // a crashed agent as far as the kernel allows.
-func startProc(argv []string, dir string, env []string, out *os.File) (*proc, error) {
+func Start(argv []string, dir string, env []string, out *os.File) (*Proc, error) {
 	path, err := lookPath(argv[0], dir, env)
 	if err != nil {
 		return nil, err
@@ -51,7 +55,7 @@ func startProc(argv []string, dir string, env []string, out *os.File) (*proc, er
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proc{cmd: cmd, pgid: cmd.Process.Pid, done: make(chan struct{}), startedAt: time.Now()}
+	p := &Proc{cmd: cmd, PGID: cmd.Process.Pid, done: make(chan struct{}), StartedAt: time.Now()}
 	go p.wait()
 	return p, nil
 }
@@ -63,43 +67,68 @@ func notDir(err error) error {
 	return errors.New("not a directory")
 }
 
-func (p *proc) wait() {
+// Done is closed once the process has been reaped.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+func (p *Proc) wait() {
 	err := p.cmd.Wait()
-	p.finishedAt = time.Now()
-	p.exitCode = -1
+	p.FinishedAt = time.Now()
+	p.ExitCode = -1
 	var ee *exec.ExitError
 	if err == nil || errors.As(err, &ee) {
 		ws, _ := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
 		switch {
 		case ws.Signaled():
-			p.signal = int(ws.Signal())
-			p.exitCode = 128 + int32(p.signal)
+			p.Signal = int(ws.Signal())
+			p.ExitCode = 128 + int32(p.Signal)
 		default:
-			p.exitCode = int32(ws.ExitStatus())
+			p.ExitCode = int32(ws.ExitStatus())
 		}
 	}
 	// A container ends with its main process: whatever it left running in
 	// its group goes too, as a PID namespace teardown would do.
-	_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+	_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
 	close(p.done)
 }
 
 // terminate sends SIGTERM to the group, SIGKILL after grace, and returns
 // once the main process is reaped.
-func (p *proc) terminate(grace time.Duration) {
+func (p *Proc) terminate(grace time.Duration) {
 	select {
 	case <-p.done:
 		return
 	default:
 	}
-	_ = syscall.Kill(-p.pgid, syscall.SIGTERM)
+	_ = syscall.Kill(-p.PGID, syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
 	case <-p.done:
 	case <-t.C:
-		_ = syscall.Kill(-p.pgid, syscall.SIGKILL)
+		_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
 		<-p.done
+	}
+}
+
+// Kill stops the process when its pod stops: SIGTERM to its group now,
+// SIGKILL once deadline() has passed. deadline is polled, so it may move
+// earlier meanwhile (a forced deletion after a graceful one). Kill returns
+// once the process is reaped.
+func (p *Proc) Kill(deadline func() time.Time) {
+	_ = syscall.Kill(-p.PGID, syscall.SIGTERM)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-tick.C:
+			if time.Now().After(deadline()) {
+				_ = syscall.Kill(-p.PGID, syscall.SIGKILL)
+				<-p.done
+				return
+			}
+		}
 	}
 }
 

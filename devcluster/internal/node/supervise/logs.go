@@ -1,4 +1,4 @@
-package node
+package supervise
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,11 +15,27 @@ import (
 // Each container instance writes stdout and stderr to
 // <podDir>/logs/<container>/<restartCount>.log, kept after it exits, so the
 // current and the previous instance can both be read, as from a kubelet.
-func logPath(podDir, container string, instance int32) string {
+func LogPath(podDir, container string, instance int32) string {
 	return filepath.Join(podDir, "logs", container, strconv.Itoa(int(instance))+".log")
 }
 
-func openLogForAppend(path string) (*os.File, error) {
+// LogInstances lists, in ascending order, the instances of a container
+// that have a log under podDir.
+func LogInstances(podDir, container string) []int {
+	files, _ := filepath.Glob(filepath.Join(podDir, "logs", container, "*.log"))
+	var insts []int
+	for _, f := range files {
+		if n, err := strconv.Atoi(strings.TrimSuffix(filepath.Base(f), ".log")); err == nil {
+			insts = append(insts, n)
+		}
+	}
+	sort.Ints(insts)
+	return insts
+}
+
+// OpenLogForAppend opens (creating it and its directory) the log a new
+// instance writes to.
+func OpenLogForAppend(path string) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -67,9 +84,9 @@ func tailOffset(f *os.File, n int) (int64, error) {
 	return 0, nil
 }
 
-// tailText returns at most maxLines lines and maxBytes bytes from the end
+// TailText returns at most maxLines lines and maxBytes bytes from the end
 // of a file, for terminationMessagePolicy FallbackToLogsOnError.
-func tailText(path string, maxLines, maxBytes int) string {
+func TailText(path string, maxLines, maxBytes int) string {
 	f, err := os.Open(path)
 	if err != nil {
 		return ""
@@ -89,23 +106,26 @@ func tailText(path string, maxLines, maxBytes int) string {
 	return string(b)
 }
 
-// logRequest is what GetContainerLogs needs to serve one instance's log.
-type logRequest struct {
-	path     string
-	tail     int
-	limit    int
-	follow   bool
-	finished <-chan struct{} // closed when the instance has exited
+// LogRequest is what GetContainerLogs needs to serve one instance's log.
+type LogRequest struct {
+	Path     string
+	Tail     int             // last lines only, if > 0
+	Limit    int             // bytes at most, if > 0
+	Follow   bool            // keep reading what the instance writes
+	Finished <-chan struct{} // closed when the instance has exited
 }
 
-// openLogStream opens a log for serving. With follow, reading blocks at end
+// Exited is a Finished channel for an instance that has already exited.
+var Exited <-chan struct{} = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// OpenLogStream opens a log for serving. With Follow, reading blocks at end
 // of file until more is written or the instance exits.
-func openLogStream(ctx context.Context, req logRequest) (io.ReadCloser, error) {
-	f, err := os.Open(req.path)
+func OpenLogStream(ctx context.Context, req LogRequest) (io.ReadCloser, error) {
+	f, err := os.Open(req.Path)
 	if err != nil {
 		return nil, err
 	}
-	off, err := tailOffset(f, req.tail)
+	off, err := tailOffset(f, req.Tail)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -115,11 +135,11 @@ func openLogStream(ctx context.Context, req logRequest) (io.ReadCloser, error) {
 		return nil, err
 	}
 	var r io.Reader = f
-	if req.follow {
-		r = &followReader{ctx: ctx, f: f, finished: req.finished}
+	if req.Follow {
+		r = &followReader{ctx: ctx, f: f, finished: req.Finished}
 	}
-	if req.limit > 0 {
-		r = io.LimitReader(r, int64(req.limit))
+	if req.Limit > 0 {
+		r = io.LimitReader(r, int64(req.Limit))
 	}
 	return struct {
 		io.Reader
@@ -156,11 +176,11 @@ func (r *followReader) Read(p []byte) (int, error) {
 	}
 }
 
-// readTerminationMessage implements terminationMessagePath for host
+// ReadTerminationMessage implements terminationMessagePath for host
 // processes: the file is read only if it lies under the agent's state
 // directory (a pod must not make the agent read arbitrary host files), and
 // the kubelet's 4 KiB cap applies.
-func readTerminationMessage(path, stateDir string) string {
+func ReadTerminationMessage(path, stateDir string) string {
 	if path == "" {
 		return ""
 	}

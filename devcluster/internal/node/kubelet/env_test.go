@@ -1,4 +1,4 @@
-package node
+package kubelet
 
 import (
 	"errors"
@@ -30,8 +30,8 @@ func TestExpand(t *testing.T) {
 		{"$(EMPTY)x", "x"},
 		{"100$", "100$"},
 	} {
-		if got := expand(tc.in, lookup); got != tc.want {
-			t.Errorf("expand(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := Expand(tc.in, lookup); got != tc.want {
+			t.Errorf("Expand(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -42,8 +42,8 @@ type fakeSources struct {
 	err  error
 }
 
-func (f fakeSources) configMap(_, name string) (*corev1.ConfigMap, error) { return f.cms[name], f.err }
-func (f fakeSources) secret(_, name string) (*corev1.Secret, error)       { return f.secs[name], f.err }
+func (f fakeSources) ConfigMap(_, name string) (*corev1.ConfigMap, error) { return f.cms[name], f.err }
+func (f fakeSources) Secret(_, name string) (*corev1.Secret, error)       { return f.secs[name], f.err }
 
 func testPod() *corev1.Pod {
 	return &corev1.Pod{
@@ -56,7 +56,7 @@ func testPod() *corev1.Pod {
 	}
 }
 
-func envMap(e *envList) map[string]string { return e.vals }
+func envMap(e *EnvList) map[string]string { return e.vals }
 
 func TestResolveEnvOrderAndExpansion(t *testing.T) {
 	pod := testPod()
@@ -88,9 +88,9 @@ func TestResolveEnvOrderAndExpansion(t *testing.T) {
 		cms:  map[string]*corev1.ConfigMap{"cm": {Data: map[string]string{"K1": "v1", "K2": "v2", "bad=key": "x"}}},
 		secs: map[string]*corev1.Secret{"sec": {Data: map[string][]byte{"pw": []byte("s3cret")}}},
 	}
-	injected := newEnvList()
-	injected.set("KUBERNETES_SERVICE_HOST", "127.0.0.1")
-	env, err := resolveEnv(pod, c, injected, src, nil)
+	injected := NewEnvList()
+	injected.Set("KUBERNETES_SERVICE_HOST", "127.0.0.1")
+	env, err := ResolveEnv(pod, c, injected, src, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestResolveEnvMissingSources(t *testing.T) {
 		{"missing secret", corev1.Container{EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}}}}, `secret "s" not found`},
 		{"bad field", corev1.Container{Env: []corev1.EnvVar{{Name: "X", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.nope"}}}}}, `unsupported fieldRef fieldPath "spec.nope"`},
 	} {
-		_, err := resolveEnv(pod, &tc.c, newEnvList(), src, nil)
+		_, err := ResolveEnv(pod, &tc.c, NewEnvList(), src, nil)
 		var ce *configError
 		if !errors.As(err, &ce) || err.Error() != tc.want {
 			t.Errorf("%s: err = %v, want config error %q", tc.name, err, tc.want)
@@ -162,7 +162,7 @@ func TestPodFieldValue(t *testing.T) {
 		`metadata.annotations["note"]`: "hi",
 		"spec.nodeName":                "devcluster-node-0",
 		"spec.serviceAccountName":      "sa",
-		"status.podIP":                 podIP(pod),
+		"status.podIP":                 PodIP(pod),
 		"status.hostIP":                "127.0.0.1",
 	} {
 		got, err := podFieldValue(pod, path)
@@ -200,16 +200,5 @@ func TestResourceFieldValue(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s/%s = %q, %v; want %q", tc.res, tc.div, got, err, tc.want)
 		}
-	}
-}
-
-func TestHostEnvKeepsOnlySafeVariables(t *testing.T) {
-	got := hostEnv([]string{"PATH=/bin", "KUBECONFIG=/admin", "HOME=/root", "SECRET=x", "DEVCLUSTER_DIR=/d"})
-	want := [][2]string{{"PATH", "/bin"}, {"HOME", "/root"}, {"DEVCLUSTER_DIR", "/d"}}
-	if !slices.Equal(got, want) {
-		t.Errorf("hostEnv = %v, want %v", got, want)
-	}
-	if got := hostEnv(nil); len(got) != 1 || got[0][0] != "PATH" {
-		t.Errorf("a default PATH is needed: %v", got)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"longtask.dev/devcluster/internal/node/kubelet"
 )
 
 func TestPatchStatusClearsAndKeepsMetadata(t *testing.T) {
@@ -29,7 +31,7 @@ func TestPatchStatusClearsAndKeepsMetadata(t *testing.T) {
 	want := corev1.PodStatus{
 		Phase: corev1.PodSucceeded,
 		Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: reasonPodCompleted},
+			{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: kubelet.ReasonPodCompleted},
 		},
 	}
 	got, err := patchStatus(context.Background(), pods, stored, &want)
@@ -48,7 +50,7 @@ func TestPatchStatusClearsAndKeepsMetadata(t *testing.T) {
 			scheduled = &got.Status.Conditions[i]
 		}
 	}
-	if ready == nil || ready.Message != "" || ready.Reason != reasonPodCompleted {
+	if ready == nil || ready.Message != "" || ready.Reason != kubelet.ReasonPodCompleted {
 		t.Errorf("Ready should have its old message cleared: %+v", ready)
 	}
 	if scheduled == nil {

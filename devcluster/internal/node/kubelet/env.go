@@ -1,4 +1,4 @@
-package node
+package kubelet
 
 import (
 	"fmt"
@@ -22,10 +22,10 @@ func configErrorf(format string, args ...any) error {
 	return &configError{msg: fmt.Sprintf(format, args...)}
 }
 
-// expand applies Kubernetes' $(VAR) syntax: $(NAME) becomes the value when
+// Expand applies Kubernetes' $(VAR) syntax: $(NAME) becomes the value when
 // lookup knows NAME and stays as written otherwise, $$ is an escaped $, and
 // any other $ is literal.
-func expand(s string, lookup func(string) (string, bool)) string {
+func Expand(s string, lookup func(string) (string, bool)) string {
 	if !strings.Contains(s, "$") {
 		return s
 	}
@@ -63,29 +63,32 @@ func expand(s string, lookup func(string) (string, bool)) string {
 	return b.String()
 }
 
-// envList is an ordered environment where a later definition of a name
+// EnvList is an ordered environment where a later definition of a name
 // replaces the value but keeps the first position.
-type envList struct {
+type EnvList struct {
 	names []string
 	vals  map[string]string
 }
 
-func newEnvList() *envList { return &envList{vals: map[string]string{}} }
+// NewEnvList returns an empty environment.
+func NewEnvList() *EnvList { return &EnvList{vals: map[string]string{}} }
 
-func (e *envList) set(name, val string) {
+// Set defines name.
+func (e *EnvList) Set(name, val string) {
 	if _, ok := e.vals[name]; !ok {
 		e.names = append(e.names, name)
 	}
 	e.vals[name] = val
 }
 
-func (e *envList) get(name string) (string, bool) {
+// Get looks name up.
+func (e *EnvList) Get(name string) (string, bool) {
 	v, ok := e.vals[name]
 	return v, ok
 }
 
-// environ renders NAME=value pairs for os/exec.
-func (e *envList) environ() []string {
+// Environ renders NAME=value pairs for os/exec.
+func (e *EnvList) Environ() []string {
 	out := make([]string, 0, len(e.names))
 	for _, n := range e.names {
 		out = append(out, n+"="+e.vals[n])
@@ -93,22 +96,22 @@ func (e *envList) environ() []string {
 	return out
 }
 
-// envSources fetches the objects env vars refer to; the runner backs it
+// EnvSources fetches the objects env vars refer to; the runner backs it
 // with the API server, tests with maps. A nil object with nil error means
 // "not found".
-type envSources interface {
-	configMap(namespace, name string) (*corev1.ConfigMap, error)
-	secret(namespace, name string) (*corev1.Secret, error)
+type EnvSources interface {
+	ConfigMap(namespace, name string) (*corev1.ConfigMap, error)
+	Secret(namespace, name string) (*corev1.Secret, error)
 }
 
-// resolveEnv computes a container's environment the way a kubelet does:
+// ResolveEnv computes a container's environment the way a kubelet does:
 // injected first, then envFrom sources in order, then env entries in
 // order; a literal value may refer to anything defined before it.
 // allocatable stands in for unset limits in resourceFieldRef.
-func resolveEnv(pod *corev1.Pod, c *corev1.Container, injected *envList, src envSources, allocatable corev1.ResourceList) (*envList, error) {
-	env := newEnvList()
+func ResolveEnv(pod *corev1.Pod, c *corev1.Container, injected *EnvList, src EnvSources, allocatable corev1.ResourceList) (*EnvList, error) {
+	env := NewEnvList()
 	for _, n := range injected.names {
-		env.set(n, injected.vals[n])
+		env.Set(n, injected.vals[n])
 	}
 	cache := &sourceCache{src: src, ns: pod.Namespace, cms: map[string]*corev1.ConfigMap{}, secs: map[string]*corev1.Secret{}}
 	for _, from := range c.EnvFrom {
@@ -120,12 +123,12 @@ func resolveEnv(pod *corev1.Pod, c *corev1.Container, injected *envList, src env
 			if strings.Contains(from.Prefix+k, "=") {
 				continue // cannot be an environment variable name
 			}
-			env.set(from.Prefix+k, data[k])
+			env.Set(from.Prefix+k, data[k])
 		}
 	}
 	for _, v := range c.Env {
 		if v.ValueFrom == nil {
-			env.set(v.Name, expand(v.Value, env.get))
+			env.Set(v.Name, Expand(v.Value, env.Get))
 			continue
 		}
 		val, ok, err := valueFrom(pod, c, v.ValueFrom, cache, allocatable)
@@ -133,7 +136,7 @@ func resolveEnv(pod *corev1.Pod, c *corev1.Container, injected *envList, src env
 			return nil, err
 		}
 		if ok {
-			env.set(v.Name, val)
+			env.Set(v.Name, val)
 		}
 	}
 	return env, nil
@@ -142,7 +145,7 @@ func resolveEnv(pod *corev1.Pod, c *corev1.Container, injected *envList, src env
 // sourceCache reads each ConfigMap and Secret once per resolution, so a
 // container sees one consistent version of each.
 type sourceCache struct {
-	src  envSources
+	src  EnvSources
 	ns   string
 	cms  map[string]*corev1.ConfigMap
 	secs map[string]*corev1.Secret
@@ -152,7 +155,7 @@ func (s *sourceCache) configMap(name string) (*corev1.ConfigMap, error) {
 	if cm, ok := s.cms[name]; ok {
 		return cm, nil
 	}
-	cm, err := s.src.configMap(s.ns, name)
+	cm, err := s.src.ConfigMap(s.ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +167,7 @@ func (s *sourceCache) secret(name string) (*corev1.Secret, error) {
 	if sec, ok := s.secs[name]; ok {
 		return sec, nil
 	}
-	sec, err := s.src.secret(s.ns, name)
+	sec, err := s.src.Secret(s.ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -219,48 +222,58 @@ func valueFrom(pod *corev1.Pod, c *corev1.Container, from *corev1.EnvVarSource, 
 		v, err := resourceFieldValue(pod, c, from.ResourceFieldRef, allocatable)
 		return v, err == nil, err
 	case from.ConfigMapKeyRef != nil:
-		ref := from.ConfigMapKeyRef
-		cm, err := s.configMap(ref.Name)
-		if err != nil {
-			return "", false, err
-		}
-		if cm == nil {
-			if isOptional(ref.Optional) {
-				return "", false, nil
-			}
-			return "", false, configErrorf("configmap %q not found", ref.Name)
-		}
-		if v, found := cm.Data[ref.Key]; found {
-			return v, true, nil
-		}
-		if v, found := cm.BinaryData[ref.Key]; found {
-			return string(v), true, nil
-		}
-		if isOptional(ref.Optional) {
-			return "", false, nil
-		}
-		return "", false, configErrorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, pod.Namespace, ref.Name)
+		return s.configMapKey(from.ConfigMapKeyRef)
 	case from.SecretKeyRef != nil:
-		ref := from.SecretKeyRef
-		sec, err := s.secret(ref.Name)
-		if err != nil {
-			return "", false, err
-		}
-		if sec == nil {
-			if isOptional(ref.Optional) {
-				return "", false, nil
-			}
-			return "", false, configErrorf("secret %q not found", ref.Name)
-		}
-		if v, found := sec.Data[ref.Key]; found {
-			return string(v), true, nil
-		}
-		if isOptional(ref.Optional) {
-			return "", false, nil
-		}
-		return "", false, configErrorf("couldn't find key %s in Secret %s/%s", ref.Key, pod.Namespace, ref.Name)
+		return s.secretKey(from.SecretKeyRef)
 	}
 	return "", false, configErrorf("unsupported env var source (only fieldRef, resourceFieldRef, configMapKeyRef and secretKeyRef work on this node)")
+}
+
+// configMapKey resolves configMapKeyRef; ok is false when an optional
+// ConfigMap or key is missing.
+func (s *sourceCache) configMapKey(ref *corev1.ConfigMapKeySelector) (val string, ok bool, err error) {
+	cm, err := s.configMap(ref.Name)
+	if err != nil {
+		return "", false, err
+	}
+	if cm == nil {
+		if isOptional(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, configErrorf("configmap %q not found", ref.Name)
+	}
+	if v, found := cm.Data[ref.Key]; found {
+		return v, true, nil
+	}
+	if v, found := cm.BinaryData[ref.Key]; found {
+		return string(v), true, nil
+	}
+	if isOptional(ref.Optional) {
+		return "", false, nil
+	}
+	return "", false, configErrorf("couldn't find key %s in ConfigMap %s/%s", ref.Key, s.ns, ref.Name)
+}
+
+// secretKey resolves secretKeyRef; ok is false when an optional Secret or
+// key is missing.
+func (s *sourceCache) secretKey(ref *corev1.SecretKeySelector) (val string, ok bool, err error) {
+	sec, err := s.secret(ref.Name)
+	if err != nil {
+		return "", false, err
+	}
+	if sec == nil {
+		if isOptional(ref.Optional) {
+			return "", false, nil
+		}
+		return "", false, configErrorf("secret %q not found", ref.Name)
+	}
+	if v, found := sec.Data[ref.Key]; found {
+		return string(v), true, nil
+	}
+	if isOptional(ref.Optional) {
+		return "", false, nil
+	}
+	return "", false, configErrorf("couldn't find key %s in Secret %s/%s", ref.Key, s.ns, ref.Name)
 }
 
 func isOptional(b *bool) bool { return b != nil && *b }
@@ -285,9 +298,9 @@ func podFieldValue(pod *corev1.Pod, path string) (string, error) {
 	case "spec.serviceAccountName":
 		return pod.Spec.ServiceAccountName, nil
 	case "status.podIP", "status.podIPs":
-		return podIP(pod), nil
+		return PodIP(pod), nil
 	case "status.hostIP", "status.hostIPs":
-		return loopbackIP, nil
+		return LoopbackIP, nil
 	}
 	return "", configErrorf("unsupported fieldRef fieldPath %q", path)
 }
