@@ -11,6 +11,7 @@ use kube::runtime::events::{Recorder, Reporter};
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
+use longtask_operator::call::Chain;
 use longtask_operator::context::{Backoff, Config, Context, WorkerRbac};
 use longtask_operator::controller;
 use longtask_operator::ha::{elector, lease};
@@ -106,6 +107,8 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
+/// Connects, serves metrics and health, then runs the controller: alone,
+/// or as the leader once this replica holds the Lease.
 async fn run(cli: Cli) -> Result<(), String> {
     let metrics_addr = server::parse_addr(&cli.metrics_addr)?;
     let health_addr = server::parse_addr(&cli.health_addr)?;
@@ -114,13 +117,36 @@ async fn run(cli: Cli) -> Result<(), String> {
         .map_err(|e| format!("cannot find cluster credentials (KUBECONFIG or in-cluster): {e}"))?;
     let client =
         Client::try_from(kube_config).map_err(|e| format!("cannot build the API client: {e}"))?;
+    let ctx = context(&cli, &client);
+    for (what, addr) in [("metrics", metrics_addr), ("health", health_addr)] {
+        if let Some(addr) = addr {
+            server::serve(what, addr, ctx.metrics.clone())
+                .await
+                .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))?;
+        }
+    }
+    let controller = controller::run(
+        client.clone(),
+        ctx.clone(),
+        cli.namespace.as_deref(),
+        cli.concurrency,
+    );
+    match elector(&cli, &client) {
+        Some(elector) => lead(&elector, &ctx.metrics, controller).await,
+        None => {
+            controller.await;
+            Ok(())
+        }
+    }
+}
 
+/// What every reconcile gets, from the flags.
+fn context(cli: &Cli, client: &Client) -> Arc<Context> {
     let reporter = Reporter {
         controller: "longtask-operator".to_owned(),
         instance: cli.instance.clone(),
     };
-    let metrics = Arc::new(Metrics::new());
-    let ctx = Arc::new(Context {
+    Arc::new(Context {
         client: client.clone(),
         config: Config {
             worker_image: cli.worker_image.clone().unwrap_or_default(),
@@ -132,43 +158,40 @@ async fn run(cli: Cli) -> Result<(), String> {
             backoff_max: Duration::from_secs(300),
         },
         recorder: Recorder::new(client.clone(), reporter),
-        metrics: metrics.clone(),
+        metrics: Arc::new(Metrics::new()),
         backoff: Backoff::default(),
         queue: Queue::new(cli.max_active_tasks, cli.namespace.clone()),
         rbac: WorkerRbac::new(Duration::from_secs(600)),
-    });
-    for (what, addr) in [("metrics", metrics_addr), ("health", health_addr)] {
-        if let Some(addr) = addr {
-            server::serve(what, addr, metrics.clone())
-                .await
-                .map_err(|e| format!("cannot listen on {addr} for {what}: {e}"))?;
-        }
-    }
+    })
+}
 
-    let elector = match (&cli.lease_namespace, cli.leader_election) {
-        (Some(lease_ns), true) => {
-            let me = cli
-                .instance
-                .clone()
-                .unwrap_or_else(|| format!("longtask-operator-{}", std::process::id()));
-            Some(elector::Elector::new(
-                client.clone(),
-                lease_ns,
-                &me,
-                lease::Timings::default(),
-            ))
-        }
-        _ => {
-            warn!(
-                "leader election off (no POD_NAMESPACE, or --leader-election=false): run one replica only"
-            );
-            None
-        }
+/// The elector, unless leader election is off (then this replica leads alone).
+fn elector(cli: &Cli, client: &Client) -> Option<elector::Elector> {
+    let (Some(lease_ns), true) = (&cli.lease_namespace, cli.leader_election) else {
+        warn!(
+            "leader election off (no POD_NAMESPACE, or --leader-election=false): run one replica only"
+        );
+        return None;
     };
-    let Some(elector) = elector else {
-        controller::run(client, ctx, cli.namespace.as_deref(), cli.concurrency).await;
-        return Ok(());
-    };
+    let me = cli
+        .instance
+        .clone()
+        .unwrap_or_else(|| format!("longtask-operator-{}", std::process::id()));
+    Some(elector::Elector::new(
+        client.clone(),
+        lease_ns,
+        &me,
+        lease::Timings::default(),
+    ))
+}
+
+/// Stands by until this replica holds the Lease, then runs `controller`
+/// for as long as it keeps it.
+async fn lead(
+    elector: &elector::Elector,
+    metrics: &Arc<Metrics>,
+    controller: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
     // A standby serves and is ready: it is healthy, just not leading.
     let standby_ready = metrics.clone();
     let acquired = tokio::select! {
@@ -183,9 +206,9 @@ async fn run(cli: Cli) -> Result<(), String> {
         biased;
         lost = elector.keep(acquired) => {
             // Stop reconciling at once: the pod restarts as a standby.
-            Err(format!("{lost}; exiting"))
+            Err(format!("{}; exiting", Chain(&lost)))
         }
-        () = controller::run(client, ctx, cli.namespace.as_deref(), cli.concurrency) => {
+        () = controller => {
             elector.release().await;
             Ok(())
         }

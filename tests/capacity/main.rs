@@ -11,7 +11,7 @@ mod queue;
 mod shards;
 
 use longtask_e2e::case;
-use longtask_e2e::runner::{self, Case, Shape};
+use longtask_e2e::runner::{self, Case, Install, Shape};
 
 static ALL: &[Case] = &[
     case!(
@@ -39,6 +39,7 @@ async fn main() {
         dir: "e2e-capacity",
         nodes: 3,
         cpu: 2,
+        install: Install::Operator,
     };
     runner::main(ALL, shape).await;
 }

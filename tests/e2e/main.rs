@@ -9,7 +9,7 @@
 mod cases;
 
 pub use longtask_e2e::runner::Case;
-use longtask_e2e::runner::{self, Shape};
+use longtask_e2e::runner::{self, Install, Shape};
 
 #[tokio::main]
 async fn main() {
@@ -17,6 +17,7 @@ async fn main() {
         dir: "e2e-cluster",
         nodes: 2,
         cpu: 8,
+        install: Install::Operator,
     };
     runner::main(cases::ALL, shape).await;
 }

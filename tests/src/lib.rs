@@ -124,6 +124,24 @@ impl Cluster {
         self.wait_operator("120s")
     }
 
+    /// Installs only the CRD and the worker's ClusterRole, and waits until
+    /// the Task API is served.
+    pub fn install_crd(&self) -> Result<()> {
+        let manifests = root().join("manifests");
+        for f in ["crd.yaml", "worker-role.yaml"] {
+            let path = manifests.join(f);
+            self.kubectl
+                .run(&["apply", "--server-side", "-f", path.to_str().unwrap()])?;
+        }
+        self.kubectl.run(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/tasks.longtask.dev",
+            "--timeout=60s",
+        ])?;
+        Ok(())
+    }
+
     /// Waits (`kubectl rollout status`, up to `timeout`, e.g. "60s") until
     /// the operator Deployment has rolled out.
     pub fn wait_operator(&self, timeout: &str) -> Result<()> {

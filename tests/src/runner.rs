@@ -26,6 +26,18 @@ pub struct Shape {
     pub dir: &'static str,
     pub nodes: u32,
     pub cpu: u32,
+    /// What of longtask is installed before the cases run.
+    pub install: Install,
+}
+
+/// What a target installs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Install {
+    /// longtask as a user installs it (`kubectl apply -k manifests/`).
+    Operator,
+    /// Only the CRD and the worker's ClusterRole: the cases run the
+    /// reconciler themselves, as a library.
+    CrdOnly,
 }
 
 /// Runs the selected `cases` on a fresh cluster of `shape`; exits 1 on any failure.
@@ -61,7 +73,7 @@ pub async fn main(cases: &[Case], shape: Shape) {
         results.push(run_case(shared.clone(), c).await);
     }
     let failed: Vec<&str> = results.iter().filter(|r| !r.1).map(|r| r.0).collect();
-    if !failed.is_empty() {
+    if !failed.is_empty() && shape.install == Install::Operator {
         let logs = shared
             .kubectl
             .run(&[
@@ -92,7 +104,10 @@ pub async fn main(cases: &[Case], shape: Shape) {
 
 async fn setup(shape: &Shape) -> Result<Cluster> {
     let cluster = Cluster::up_in(shape.dir, shape.nodes, shape.cpu).await?;
-    cluster.install().await?;
+    match shape.install {
+        Install::Operator => cluster.install().await?,
+        Install::CrdOnly => cluster.install_crd()?,
+    }
     Ok(cluster)
 }
 

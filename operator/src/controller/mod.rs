@@ -24,67 +24,19 @@ use crate::{reconcile, status};
 
 /// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
 pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, concurrency: u16) {
-    let ns = namespace;
-    let metrics = ctx.metrics.clone();
-    let tasks: Api<Task> = api(&client, ns);
-    let jobs: Api<Job> = api(&client, ns);
-    let pods: Api<Pod> = api(&client, ns);
-    let cms: Api<PartialObjectMeta<ConfigMap>> = api(&client, ns);
-    let ours = || watcher::Config::default().labels(labels::TASK_UID);
-    // The Task cache holds what reconciles and the queue read, nothing more.
-    let (store, writer) = reflector::store();
-    let task_stream = reflector(
-        writer,
-        watcher(tasks, watcher::Config::default()).modify(slim_task),
-    )
-    .applied_objects();
-    // Owned Jobs and pods wake a Task only when what its status reads
-    // changed (`triggers.rs`); result ConfigMaps on any change (their data
-    // is read on demand, so their watch carries metadata only).
-    let job_stream = triggers::changed(
-        watcher(jobs, ours()).modify(|j: &mut Job| j.managed_fields_mut().clear()),
-        triggers::job_key,
-    );
-    let pod_stream = triggers::changed(
-        watcher(pods, ours()).modify(|p: &mut Pod| p.managed_fields_mut().clear()),
-        triggers::pod_key,
-    );
-    let cm_stream = watcher(cms, ours())
-        .modify(|c| c.managed_fields_mut().clear())
-        .touched_objects();
-    let controller = Controller::for_stream(task_stream, store)
-        .owns_stream(job_stream)
-        .watches_stream(pod_stream, task_of_pod)
-        .watches_stream(cm_stream, task_of_result)
-        .with_config(controller::Config::default().concurrency(concurrency))
-        .shutdown_on_signal();
+    let controller = controller(&client, namespace, concurrency);
     let store = controller.store();
     ctx.queue.set_tasks(store.clone());
     // A Namespace is cluster-scoped: watching only one namespace, the
     // operator makes only namespaced calls (its install has Roles only), so
     // it reads no Namespace and no namespace annotation.
-    if ns.is_none() {
+    if namespace.is_none() {
         ctx.queue.set_namespaces(watch_namespaces(&client));
     }
-    metrics.watch_store(store.clone());
-    let ready = metrics.clone();
-    // Poll with a timeout: the store's readiness signal wakes only its most
-    // recent waiter, and the controller itself waits on it too.
-    tokio::spawn(async move {
-        loop {
-            match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
-                Ok(Ok(())) => {
-                    ready.set_ready();
-                    info!("Task cache synced; ready");
-                    break;
-                }
-                Ok(Err(_)) => break,
-                Err(_) => {}
-            }
-        }
-    });
+    ctx.metrics.watch_store(store.clone());
+    report_ready(store, ctx.metrics.clone());
     info!(
-        namespace = ns.unwrap_or("<all>"),
+        namespace = namespace.unwrap_or("<all>"),
         worker_image = %ctx.config.worker_image,
         "starting controller"
     );
@@ -100,6 +52,62 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
         })
         .await;
     info!("controller stopped");
+}
+
+/// The controller on Tasks, woken by the Jobs and pods they own and by
+/// their result ConfigMaps.
+fn controller(client: &Client, ns: Option<&str>, concurrency: u16) -> Controller<Task> {
+    let ours = || watcher::Config::default().labels(labels::TASK_UID);
+    // The Task cache holds what reconciles and the queue read, nothing more.
+    let (store, writer) = reflector::store();
+    let tasks: Api<Task> = api(client, ns);
+    let task_stream = reflector(
+        writer,
+        watcher(tasks, watcher::Config::default()).modify(slim_task),
+    )
+    .applied_objects();
+    // Owned Jobs and pods wake a Task only when what its status reads
+    // changed (`triggers.rs`); result ConfigMaps on any change (their data
+    // is read on demand, so their watch carries metadata only).
+    let jobs: Api<Job> = api(client, ns);
+    let job_stream = triggers::changed(
+        watcher(jobs, ours()).modify(|j: &mut Job| j.managed_fields_mut().clear()),
+        triggers::job_key,
+    );
+    let pods: Api<Pod> = api(client, ns);
+    let pod_stream = triggers::changed(
+        watcher(pods, ours()).modify(|p: &mut Pod| p.managed_fields_mut().clear()),
+        triggers::pod_key,
+    );
+    let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
+    let cm_stream = watcher(cms, ours())
+        .modify(|c| c.managed_fields_mut().clear())
+        .touched_objects();
+    Controller::for_stream(task_stream, store)
+        .owns_stream(job_stream)
+        .watches_stream(pod_stream, task_of_pod)
+        .watches_stream(cm_stream, task_of_result)
+        .with_config(controller::Config::default().concurrency(concurrency))
+        .shutdown_on_signal()
+}
+
+/// Marks the operator ready once the Task cache has synced. Polls with a
+/// timeout: the store's readiness signal wakes only its most recent
+/// waiter, and the controller itself waits on it too.
+fn report_ready(store: reflector::Store<Task>, metrics: Arc<crate::telemetry::metrics::Metrics>) {
+    tokio::spawn(async move {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
+                Ok(Ok(())) => {
+                    metrics.set_ready();
+                    info!("Task cache synced; ready");
+                    break;
+                }
+                Ok(Err(_)) => break,
+                Err(_) => {}
+            }
+        }
+    });
 }
 
 /// A cache of namespaces' metadata (their max-active-tasks annotation and

@@ -1,0 +1,42 @@
+//! The middle level: the operator's reconcile, called as a library against
+//! a real API server (a devcluster with the CRD and no operator running),
+//! for what only an API server can show: a Job create that meets
+//! AlreadyExists, a status write that meets a newer Task, queued Tasks
+//! started when a slot frees. Each case works in its own namespace.
+//! Filter by substring: `cargo test -p longtask-e2e --test reconcile -- NAME`.
+
+#![allow(clippy::unwrap_used)]
+
+mod cases;
+
+use longtask_e2e::case;
+use longtask_e2e::runner::{self, Case, Install, Shape};
+
+static ALL: &[Case] = &[
+    case!(
+        job_create_meets_already_exists,
+        false,
+        cases::job_create_meets_already_exists
+    ),
+    case!(
+        status_write_meets_a_newer_task,
+        false,
+        cases::status_write_meets_a_newer_task
+    ),
+    case!(
+        queued_task_starts_when_a_slot_frees,
+        false,
+        cases::queued_task_starts_when_a_slot_frees
+    ),
+];
+
+#[tokio::main]
+async fn main() {
+    let shape = Shape {
+        dir: "e2e-reconcile",
+        nodes: 1,
+        cpu: 4,
+        install: Install::CrdOnly,
+    };
+    runner::main(ALL, shape).await;
+}
