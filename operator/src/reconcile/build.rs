@@ -68,42 +68,6 @@ pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
     let id = identity(task)?;
     let spec = &task.spec;
     let lbls = task_labels(&id);
-    let mut args = vec!["run".to_owned(), "--".to_owned()];
-    args.extend(spec.command.iter().cloned());
-    args.extend(spec.args.iter().cloned());
-
-    let mut env_vars = identity_env(&id);
-    env_vars.extend(shape::shard_env(spec.shards));
-    env_vars.extend(spec.env.iter().cloned());
-
-    let container = Container {
-        name: names::WORKER_CONTAINER.to_owned(),
-        image: Some(worker_image.to_owned()),
-        args: Some(args),
-        env: Some(env_vars),
-        resources: spec.resources.clone(),
-        volume_mounts: Some(vec![VolumeMount {
-            name: names::WORK_VOLUME.to_owned(),
-            mount_path: names::WORK_DIR.to_owned(),
-            ..VolumeMount::default()
-        }]),
-        security_context: Some(container_security()),
-        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        ..Container::default()
-    };
-    let pod = PodSpec {
-        restart_policy: Some("Never".to_owned()),
-        service_account_name: Some(names::WORKER_SERVICE_ACCOUNT.to_owned()),
-        enable_service_links: Some(false),
-        security_context: Some(pod_security()),
-        volumes: Some(vec![Volume {
-            name: names::WORK_VOLUME.to_owned(),
-            empty_dir: Some(EmptyDirVolumeSource::default()),
-            ..Volume::default()
-        }]),
-        containers: vec![container],
-        ..PodSpec::default()
-    };
     Ok(Job {
         metadata: ObjectMeta {
             name: Some(id.name.to_owned()),
@@ -120,12 +84,57 @@ pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
                     labels: Some(lbls),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod),
+                spec: Some(pod(worker(task, &id, worker_image))),
             },
             ..shape::job_spec(spec)
         }),
         status: None,
     })
+}
+
+/// The pod around the worker container: never restarted in place (the
+/// Job retries), the worker's ServiceAccount, the work directory.
+fn pod(worker: Container) -> PodSpec {
+    PodSpec {
+        restart_policy: Some("Never".to_owned()),
+        service_account_name: Some(names::WORKER_SERVICE_ACCOUNT.to_owned()),
+        enable_service_links: Some(false),
+        security_context: Some(pod_security()),
+        volumes: Some(vec![Volume {
+            name: names::WORK_VOLUME.to_owned(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        }]),
+        containers: vec![worker],
+        ..PodSpec::default()
+    }
+}
+
+/// The worker container: `run -- <command> <args>`, the identity and
+/// shard env before the Task's own, the work directory mounted.
+fn worker(task: &Task, id: &Identity<'_>, image: &str) -> Container {
+    let spec = &task.spec;
+    let mut args = vec!["run".to_owned(), "--".to_owned()];
+    args.extend(spec.command.iter().cloned());
+    args.extend(spec.args.iter().cloned());
+    let mut env_vars = identity_env(id);
+    env_vars.extend(shape::shard_env(spec.shards));
+    env_vars.extend(spec.env.iter().cloned());
+    Container {
+        name: names::WORKER_CONTAINER.to_owned(),
+        image: Some(image.to_owned()),
+        args: Some(args),
+        env: Some(env_vars),
+        resources: spec.resources.clone(),
+        volume_mounts: Some(vec![VolumeMount {
+            name: names::WORK_VOLUME.to_owned(),
+            mount_path: names::WORK_DIR.to_owned(),
+            ..VolumeMount::default()
+        }]),
+        security_context: Some(container_security()),
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        ..Container::default()
+    }
 }
 
 fn identity_env(id: &Identity<'_>) -> Vec<EnvVar> {

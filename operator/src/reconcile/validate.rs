@@ -19,6 +19,16 @@ pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-no
 
 /// `Ok` or a message naming the offending field.
 pub fn validate(task: &Task) -> Result<(), String> {
+    let name = task.metadata.name.as_deref().unwrap_or_default();
+    metadata(task)?;
+    program(&task.spec)?;
+    limits(&task.spec)?;
+    env_entries(&task.spec)?;
+    shard_name(name, task.spec.shards)
+}
+
+/// Where the Task lives and what it is called.
+fn metadata(task: &Task) -> Result<(), String> {
     let namespace = task.metadata.namespace.as_deref().unwrap_or_default();
     if SYSTEM_NAMESPACES.contains(&namespace) {
         return Err(format!(
@@ -33,14 +43,22 @@ pub fn validate(task: &Task) -> Result<(), String> {
             name.len()
         ));
     }
-    let spec = &task.spec;
+    Ok(())
+}
+
+/// The program to run.
+fn program(spec: &crds::TaskSpec) -> Result<(), String> {
     match spec.command.first() {
-        None => return Err("spec.command is empty: name the program to run".to_owned()),
+        None => Err("spec.command is empty: name the program to run".to_owned()),
         Some(p) if p.is_empty() => {
-            return Err("spec.command[0] is empty: name the program to run".to_owned());
+            Err("spec.command[0] is empty: name the program to run".to_owned())
         }
-        Some(_) => {}
+        Some(_) => Ok(()),
     }
+}
+
+/// Retries, times and shards within their bounds.
+fn limits(spec: &crds::TaskSpec) -> Result<(), String> {
     if !(0..=10).contains(&spec.retries) {
         return Err(format!(
             "spec.retries is {}; it must be between 0 and 10",
@@ -74,6 +92,12 @@ pub fn validate(task: &Task) -> Result<(), String> {
             spec.shards
         ));
     }
+    Ok(())
+}
+
+/// Names the API server accepts (printable ASCII but '='), and `value` or
+/// one `valueFrom` source.
+fn env_entries(spec: &crds::TaskSpec) -> Result<(), String> {
     if let Some(e) = spec
         .env
         .iter()
@@ -85,13 +109,6 @@ pub fn validate(task: &Task) -> Result<(), String> {
             env::RESERVED_PREFIX
         ));
     }
-    env_entries(spec)?;
-    shard_name(name, spec.shards)
-}
-
-/// Names the API server accepts (printable ASCII but '='), and `value` or
-/// one `valueFrom` source.
-fn env_entries(spec: &crds::TaskSpec) -> Result<(), String> {
     for e in &spec.env {
         let printable = e
             .name
