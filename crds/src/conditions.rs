@@ -1,71 +1,132 @@
 //! Condition types, phases and the reason vocabulary of a Task's status.
+//!
+//! The enums are the vocabulary; the string constant modules are views of
+//! them for `match` patterns and for code that handles the strings (each
+//! constant is its variant's `as_str()`). The strings are the variant names,
+//! and what `kubectl wait --for=condition=...` and scripts rely on: renaming
+//! a variant renames a public string (the tests in `tests/vocabulary.rs` pin
+//! every one).
 
-/// `status.phase` values (absent means not started).
+use strum::{Display, EnumIter, EnumString, IntoStaticStr};
+
+/// `status.phase` values (absent means not started); see [`Phase`](crate::Phase).
 pub mod phase {
-    /// Waiting for a slot, or the Job is suspended by someone else.
-    pub const QUEUED: &str = "Queued";
-    /// The Job exists and has not finished.
-    pub const RUNNING: &str = "Running";
-    /// The Job succeeded and its result was accepted.
-    pub const COMPLETED: &str = "Completed";
-    /// The Task ended without success; `status.reason` says why.
-    pub const FAILED: &str = "Failed";
+    use crate::Phase;
+
+    pub const QUEUED: &str = Phase::Queued.as_str();
+    pub const RUNNING: &str = Phase::Running.as_str();
+    pub const COMPLETED: &str = Phase::Completed.as_str();
+    pub const FAILED: &str = Phase::Failed.as_str();
 }
 
 /// `status.conditions[].type` values.
-pub mod types {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Display, EnumIter, EnumString, IntoStaticStr)]
+#[strum(const_into_str)]
+pub enum ConditionType {
     /// True while the Job runs.
-    pub const RUNNING: &str = "Running";
+    Running,
     /// True once the Task completed successfully (like batch/v1 Job `Complete`).
-    pub const COMPLETE: &str = "Complete";
+    Complete,
     /// True once the Task failed (like batch/v1 Job `Failed`).
-    pub const FAILED: &str = "Failed";
+    Failed,
     /// True on either outcome: `kubectl wait --for=condition=Finished`.
-    pub const FINISHED: &str = "Finished";
+    Finished,
     /// True while the Task waits: for a slot, a suspended Job, or a pod that
     /// cannot start (image, scheduling, config).
-    pub const WAITING: &str = "Waiting";
+    Waiting,
+}
+
+impl ConditionType {
+    /// The type as it appears in `status.conditions[].type`.
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
+    }
+}
+
+/// [`ConditionType`]s as strings.
+pub mod types {
+    use super::ConditionType;
+
+    pub const RUNNING: &str = ConditionType::Running.as_str();
+    pub const COMPLETE: &str = ConditionType::Complete.as_str();
+    pub const FAILED: &str = ConditionType::Failed.as_str();
+    pub const FINISHED: &str = ConditionType::Finished.as_str();
+    pub const WAITING: &str = ConditionType::Waiting.as_str();
 }
 
 /// `status.reason` and condition reasons: every failure names one of these.
-pub mod reasons {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Display, EnumIter, EnumString, IntoStaticStr)]
+#[strum(const_into_str)]
+pub enum Reason {
     /// The Job was created (or found) and runs.
-    pub const JOB_CREATED: &str = "JobCreated";
+    JobCreated,
     /// The Job's pod is running the program.
-    pub const RUNNING: &str = "Running";
+    Running,
     /// The program succeeded and its result was accepted.
-    pub const SUCCEEDED: &str = "Succeeded";
+    Succeeded,
     /// The Task has not finished yet.
-    pub const NOT_FINISHED: &str = "NotFinished";
+    NotFinished,
     /// The pod is not waiting for anything.
-    pub const NOT_WAITING: &str = "NotWaiting";
+    NotWaiting,
     /// `spec.timeoutSeconds` ran out (Job `DeadlineExceeded`).
-    pub const DEADLINE_EXCEEDED: &str = "DeadlineExceeded";
+    DeadlineExceeded,
     /// Every attempt failed (`spec.retries` exhausted).
-    pub const BACKOFF_LIMIT_EXCEEDED: &str = "BackoffLimitExceeded";
+    BackoffLimitExceeded,
     /// The Job failed for another reason reported by the Job controller.
-    pub const JOB_FAILED: &str = "JobFailed";
+    JobFailed,
     /// The Job finished but no result from this Task's current Job exists.
-    pub const RESULT_MISSING: &str = "ResultMissing";
+    ResultMissing,
     /// The result was larger than a ConfigMap can hold.
-    pub const RESULT_TOO_LARGE: &str = "ResultTooLarge";
+    ResultTooLarge,
     /// The Task was cancelled (`spec.cancel`).
-    pub const CANCELLED: &str = "Cancelled";
+    Cancelled,
     /// The scheduler cannot place the pod.
-    pub const UNSCHEDULABLE: &str = "Unschedulable";
+    Unschedulable,
     /// The worker image cannot be pulled.
-    pub const IMAGE_PULL_FAILED: &str = "ImagePullFailed";
+    ImagePullFailed,
     /// The container cannot be configured (e.g. a missing ConfigMap or Secret for env).
-    pub const CREATE_CONTAINER_CONFIG_ERROR: &str = "CreateContainerConfigError";
+    CreateContainerConfigError,
     /// A Job with the Task's name exists but belongs to another Task.
-    pub const JOB_OWNED_BY_OTHER: &str = "JobOwnedByOther";
+    JobOwnedByOther,
     /// The Task's Job disappeared or was replaced by a Job it did not create.
-    pub const JOB_LOST: &str = "JobLost";
+    JobLost,
     /// Too many Tasks are active (--max-active-tasks, or the namespace's
     /// longtask.dev/max-active-tasks annotation); the message gives the position.
-    pub const QUEUE_FULL: &str = "QueueFull";
+    QueueFull,
     /// Someone else (e.g. Kueue) suspended the Task's Job; it runs once resumed.
-    pub const SUSPENDED: &str = "Suspended";
+    Suspended,
     /// The spec is invalid in a way the CRD schema could not catch.
-    pub const INVALID_SPEC: &str = "InvalidSpec";
+    InvalidSpec,
+}
+
+impl Reason {
+    /// The reason as it appears in `status.reason` and condition reasons.
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
+    }
+}
+
+/// [`Reason`]s as strings.
+pub mod reasons {
+    use super::Reason;
+
+    pub const JOB_CREATED: &str = Reason::JobCreated.as_str();
+    pub const RUNNING: &str = Reason::Running.as_str();
+    pub const SUCCEEDED: &str = Reason::Succeeded.as_str();
+    pub const NOT_FINISHED: &str = Reason::NotFinished.as_str();
+    pub const NOT_WAITING: &str = Reason::NotWaiting.as_str();
+    pub const DEADLINE_EXCEEDED: &str = Reason::DeadlineExceeded.as_str();
+    pub const BACKOFF_LIMIT_EXCEEDED: &str = Reason::BackoffLimitExceeded.as_str();
+    pub const JOB_FAILED: &str = Reason::JobFailed.as_str();
+    pub const RESULT_MISSING: &str = Reason::ResultMissing.as_str();
+    pub const RESULT_TOO_LARGE: &str = Reason::ResultTooLarge.as_str();
+    pub const CANCELLED: &str = Reason::Cancelled.as_str();
+    pub const UNSCHEDULABLE: &str = Reason::Unschedulable.as_str();
+    pub const IMAGE_PULL_FAILED: &str = Reason::ImagePullFailed.as_str();
+    pub const CREATE_CONTAINER_CONFIG_ERROR: &str = Reason::CreateContainerConfigError.as_str();
+    pub const JOB_OWNED_BY_OTHER: &str = Reason::JobOwnedByOther.as_str();
+    pub const JOB_LOST: &str = Reason::JobLost.as_str();
+    pub const QUEUE_FULL: &str = Reason::QueueFull.as_str();
+    pub const SUSPENDED: &str = Reason::Suspended.as_str();
+    pub const INVALID_SPEC: &str = Reason::InvalidSpec.as_str();
 }

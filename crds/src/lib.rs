@@ -10,6 +10,7 @@ pub mod result;
 pub mod rules;
 pub mod task;
 
+pub use conditions::{ConditionType, Reason};
 pub use task::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus};
 
 use kube::CustomResourceExt;

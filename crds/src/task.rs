@@ -6,6 +6,8 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::conditions::Reason;
+
 // Validation notes (not user docs):
 // - Immutability: every field but `cancel` is compared with its old value
 //   (presence included, so adding an optional field later is refused too);
@@ -330,7 +332,21 @@ pub struct ShardResult {
 /// Lifecycle phase: absent until the Task is looked at, Queued while it
 /// waits for a slot or its Job is suspended, Running while its Job runs,
 /// and finally Completed or Failed (see reason and message).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+// The strings are the variant names, as serde writes them (a test checks
+// that `as_str` agrees).
+#[derive(
+    Serialize,
+    Deserialize,
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    JsonSchema,
+    strum::EnumIter,
+    strum::IntoStaticStr,
+)]
+#[strum(const_into_str)]
 pub enum Phase {
     /// Waiting: for a slot (reason QueueFull, with its position) or because
     /// someone else, e.g. Kueue, suspended its Job (reason Suspended).
@@ -345,18 +361,21 @@ pub enum Phase {
 
 impl Phase {
     /// The phase as it appears in `status.phase`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => crate::conditions::phase::QUEUED,
-            Self::Running => crate::conditions::phase::RUNNING,
-            Self::Completed => crate::conditions::phase::COMPLETED,
-            Self::Failed => crate::conditions::phase::FAILED,
-        }
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
     }
 
     /// Completed or Failed: the operator leaves such Tasks alone.
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Completed | Self::Failed)
+    }
+}
+
+impl TaskStatus {
+    /// `reason` as a [`Reason`]: `None` when absent or not in the vocabulary
+    /// (a status this operator did not write).
+    pub fn known_reason(&self) -> Option<Reason> {
+        self.reason.as_deref().and_then(|r| r.parse().ok())
     }
 }
 

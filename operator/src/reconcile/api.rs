@@ -445,14 +445,14 @@ pub async fn publish(ctx: &Context, task: &Task, note: &Note) {
         } else {
             EventType::Normal
         },
-        reason: note.reason.to_owned(),
+        reason: note.reason.as_str().to_owned(),
         note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
         action: note.action.to_owned(),
         secondary: None,
     };
     let reference = task.object_ref(&());
     match call(ctx, "create_event", ctx.recorder.publish(&ev, &reference)).await {
-        Ok(()) => ctx.metrics.event_published(note.reason),
-        Err(e) => warn!(reason = note.reason, error = %e, "cannot publish Event"),
+        Ok(()) => ctx.metrics.event_published(note.reason.as_str()),
+        Err(e) => warn!(reason = note.reason.as_str(), error = %e, "cannot publish Event"),
     }
 }

@@ -1,28 +1,61 @@
 //! Pure: which Events a status change deserves. Publishing is in `apply.rs`.
 
-use crds::conditions::reasons;
+use crds::conditions::Reason;
 use crds::{Phase, TaskStatus};
 
 /// One Event to publish on the Task.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
     pub warning: bool,
-    pub reason: &'static str,
+    pub reason: EventReason,
     pub action: &'static str,
     pub message: String,
 }
 
-/// Event reasons (kept apart from status reasons, which they may carry).
-pub mod reason {
-    pub const STARTED: &str = "Started";
-    pub const WAITING: &str = "Waiting";
-    pub const RETRYING: &str = "Retrying";
-    pub const COMPLETED: &str = "Completed";
-    pub const FAILED: &str = "Failed";
-    pub const CANCELLED: &str = "Cancelled";
-    pub const JOB_OWNED_BY_OTHER: &str = "JobOwnedByOther";
+/// Event reasons (kept apart from status reasons, which they may carry);
+/// also the `reason` label of `longtask_events`. The strings are the
+/// variant names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, strum::Display, strum::IntoStaticStr)]
+#[strum(const_into_str)]
+pub enum EventReason {
+    /// The Task's Job was created.
+    Started,
+    /// The pod cannot start (the status reason says why).
+    Waiting,
+    /// A new attempt started after a failed one.
+    Retrying,
+    /// The Task completed.
+    Completed,
+    /// The Task failed (the message starts with the status reason).
+    Failed,
+    /// The Task was cancelled.
+    Cancelled,
+    /// A Job with the Task's name belongs to someone else.
+    JobOwnedByOther,
     /// A result ConfigMap not written by this Task's current Job was ignored.
-    pub const FOREIGN_RESULT: &str = "ForeignResult";
+    ForeignResult,
+}
+
+impl EventReason {
+    /// The reason as published on the Event.
+    pub const fn as_str(self) -> &'static str {
+        self.into_str()
+    }
+}
+
+/// The [`EventReason`]s under their former constant names, which callers
+/// still use (`events::reason::FOREIGN_RESULT`).
+pub mod reason {
+    use super::EventReason;
+
+    pub const STARTED: EventReason = EventReason::Started;
+    pub const WAITING: EventReason = EventReason::Waiting;
+    pub const RETRYING: EventReason = EventReason::Retrying;
+    pub const COMPLETED: EventReason = EventReason::Completed;
+    pub const FAILED: EventReason = EventReason::Failed;
+    pub const CANCELLED: EventReason = EventReason::Cancelled;
+    pub const JOB_OWNED_BY_OTHER: EventReason = EventReason::JobOwnedByOther;
+    pub const FOREIGN_RESULT: EventReason = EventReason::ForeignResult;
 }
 
 /// The Events for going from `prev` to `next`; none when nothing changed.
@@ -41,27 +74,25 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
     if prev.job_uid.is_none() && next.job_uid.is_some() {
         out.push(note(
             false,
-            reason::STARTED,
+            EventReason::Started,
             "CreateJob",
             format!("Job {job} runs the program"),
         ));
     }
     let reason_changed = prev.reason != next.reason;
+    let known = next.known_reason();
     match next.phase {
         Some(Phase::Running) => {
-            let waiting = matches!(
-                next.reason.as_deref(),
-                Some(
-                    reasons::UNSCHEDULABLE
-                        | reasons::IMAGE_PULL_FAILED
-                        | reasons::CREATE_CONTAINER_CONFIG_ERROR
-                )
-            );
-            if waiting && reason_changed {
-                let r = next.reason.clone().unwrap_or_default();
+            if let Some(
+                r @ (Reason::Unschedulable
+                | Reason::ImagePullFailed
+                | Reason::CreateContainerConfigError),
+            ) = known
+                && reason_changed
+            {
                 out.push(note(
                     true,
-                    reason::WAITING,
+                    EventReason::Waiting,
                     "StartPod",
                     format!("{r}: {msg}"),
                 ));
@@ -71,25 +102,26 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
                 let code = crate::status::observe::describe_exit(next.exit_code);
                 out.push(note(
                     false,
-                    reason::RETRYING,
+                    EventReason::Retrying,
                     "RetryPod",
                     format!("attempt {now} started after exit code {code}"),
                 ));
             }
         }
         Some(Phase::Completed) if prev.phase != next.phase => {
-            out.push(note(false, reason::COMPLETED, "Finish", msg));
+            out.push(note(false, EventReason::Completed, "Finish", msg));
         }
         Some(Phase::Failed) if prev.phase != next.phase => {
-            let r = next.reason.clone().unwrap_or_default();
-            if r == reasons::CANCELLED {
-                out.push(note(false, reason::CANCELLED, "Cancel", msg));
+            if known == Some(Reason::Cancelled) {
+                out.push(note(false, EventReason::Cancelled, "Cancel", msg));
             } else {
-                out.push(note(true, reason::FAILED, "Finish", format!("{r}: {msg}")));
+                let r = next.reason.as_deref().unwrap_or_default();
+                let m = format!("{r}: {msg}");
+                out.push(note(true, EventReason::Failed, "Finish", m));
             }
         }
-        None if reason_changed && next.reason.as_deref() == Some(reasons::JOB_OWNED_BY_OTHER) => {
-            out.push(note(true, reason::JOB_OWNED_BY_OTHER, "CreateJob", msg));
+        None if reason_changed && known == Some(Reason::JobOwnedByOther) => {
+            out.push(note(true, EventReason::JobOwnedByOther, "CreateJob", msg));
         }
         _ => {}
     }
@@ -100,13 +132,13 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
 mod tests {
     use super::*;
 
-    fn st(phase: Option<Phase>, reason: Option<&str>, attempts: i32) -> TaskStatus {
+    fn st(phase: Option<Phase>, reason: Option<Reason>, attempts: i32) -> TaskStatus {
         TaskStatus {
             phase,
-            reason: reason.map(str::to_owned),
+            reason: reason.map(|r| r.as_str().to_owned()),
             attempts: Some(attempts),
             job_name: Some("t".into()),
-            job_uid: (phase.is_some() && reason != Some(reasons::INVALID_SPEC)).then(|| "u".into()),
+            job_uid: (phase.is_some() && reason != Some(Reason::InvalidSpec)).then(|| "u".into()),
             ..TaskStatus::default()
         }
     }
@@ -114,41 +146,37 @@ mod tests {
     #[test]
     fn table() {
         let running = st(Some(Phase::Running), None, 1);
-        let cases: Vec<(Option<TaskStatus>, TaskStatus, Vec<&str>)> = vec![
-            (None, running.clone(), vec![reason::STARTED]),
+        let cases: Vec<(Option<TaskStatus>, TaskStatus, Vec<EventReason>)> = vec![
+            (None, running.clone(), vec![EventReason::Started]),
             (Some(running.clone()), running.clone(), vec![]),
             (
                 Some(running.clone()),
-                st(Some(Phase::Running), Some(reasons::IMAGE_PULL_FAILED), 1),
-                vec![reason::WAITING],
+                st(Some(Phase::Running), Some(Reason::ImagePullFailed), 1),
+                vec![EventReason::Waiting],
             ),
             (
                 Some(running.clone()),
                 st(Some(Phase::Running), None, 2),
-                vec![reason::RETRYING],
+                vec![EventReason::Retrying],
             ),
             (
                 Some(running.clone()),
-                st(Some(Phase::Completed), Some(reasons::SUCCEEDED), 1),
-                vec![reason::COMPLETED],
+                st(Some(Phase::Completed), Some(Reason::Succeeded), 1),
+                vec![EventReason::Completed],
             ),
             (
                 Some(running.clone()),
-                st(Some(Phase::Failed), Some(reasons::DEADLINE_EXCEEDED), 1),
-                vec![reason::FAILED],
+                st(Some(Phase::Failed), Some(Reason::DeadlineExceeded), 1),
+                vec![EventReason::Failed],
             ),
             (
                 Some(running.clone()),
-                st(Some(Phase::Failed), Some(reasons::CANCELLED), 1),
-                vec![reason::CANCELLED],
+                st(Some(Phase::Failed), Some(Reason::Cancelled), 1),
+                vec![EventReason::Cancelled],
             ),
             (
-                Some(st(
-                    Some(Phase::Running),
-                    Some(reasons::IMAGE_PULL_FAILED),
-                    1,
-                )),
-                st(Some(Phase::Running), Some(reasons::IMAGE_PULL_FAILED), 1),
+                Some(st(Some(Phase::Running), Some(Reason::ImagePullFailed), 1)),
+                st(Some(Phase::Running), Some(Reason::ImagePullFailed), 1),
                 vec![],
             ),
             (
@@ -157,23 +185,23 @@ mod tests {
                 vec![],
             ),
             (
-                Some(st(Some(Phase::Completed), Some(reasons::SUCCEEDED), 1)),
-                st(Some(Phase::Completed), Some(reasons::SUCCEEDED), 1),
+                Some(st(Some(Phase::Completed), Some(Reason::Succeeded), 1)),
+                st(Some(Phase::Completed), Some(Reason::Succeeded), 1),
                 vec![],
             ),
             (
                 None,
-                st(None, Some(reasons::JOB_OWNED_BY_OTHER), 0),
-                vec![reason::JOB_OWNED_BY_OTHER],
+                st(None, Some(Reason::JobOwnedByOther), 0),
+                vec![EventReason::JobOwnedByOther],
             ),
             (
                 None,
-                st(Some(Phase::Failed), Some(reasons::INVALID_SPEC), 0),
-                vec![reason::FAILED],
+                st(Some(Phase::Failed), Some(Reason::InvalidSpec), 0),
+                vec![EventReason::Failed],
             ),
         ];
         for (i, (prev, next, want)) in cases.into_iter().enumerate() {
-            let got: Vec<&str> = transitions(prev.as_ref(), &next)
+            let got: Vec<EventReason> = transitions(prev.as_ref(), &next)
                 .iter()
                 .map(|n| n.reason)
                 .collect();

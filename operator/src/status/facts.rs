@@ -1,7 +1,7 @@
 //! Pure: what the Job, its pods and the result ConfigMap say about a Task,
 //! gathered into `Facts` that `status.rs` turns into a status.
 
-use crds::conditions::reasons;
+use crds::conditions::{ConditionType, Reason};
 use crds::result::TaskResult;
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
@@ -16,9 +16,10 @@ use crate::status::progress;
 #[derive(Default)]
 pub struct Facts {
     pub phase: Option<Phase>,
-    pub reason: Option<String>,
+    pub reason: Option<Reason>,
     pub message: Option<String>,
-    pub waiting: Option<(String, String)>,
+    /// Why the Task waits and the Waiting condition's message.
+    pub waiting: Option<(Reason, String)>,
     pub exit_code: Option<i32>,
     pub result: Option<String>,
     pub job_uid: Option<String>,
@@ -37,11 +38,12 @@ pub struct Facts {
     pub progress: Option<TaskProgress>,
 }
 
-/// Keeps what is recorded (used before a Job exists).
+/// Keeps what is recorded (used before a Job exists); a reason outside the
+/// vocabulary (not written by this operator) is not kept.
 pub fn carry(prev: &TaskStatus) -> Facts {
     Facts {
         phase: prev.phase,
-        reason: prev.reason.clone(),
+        reason: prev.known_reason(),
         message: prev.message.clone(),
         exit_code: prev.exit_code,
         result: prev.result.clone(),
@@ -67,7 +69,7 @@ pub fn blocked(task: &Task, prev: &TaskStatus, owner: Option<String>) -> Facts {
         format!("the controller with UID {u}")
     });
     Facts {
-        reason: Some(reasons::JOB_OWNED_BY_OTHER.to_owned()),
+        reason: Some(Reason::JobOwnedByOther),
         message: Some(format!(
             "a Job named {name} already exists and belongs to {who}, not to this Task; \
              waiting for it to be deleted"
@@ -103,14 +105,14 @@ pub fn lost(
     match obs.accept_result(task_uid, job_uid) {
         Ok(r) if r.too_large() => Facts {
             phase: Some(Phase::Failed),
-            reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
+            reason: Some(Reason::ResultTooLarge),
             message: Some(format!("{}; its Job {job} {how}", r.too_large_message())),
             exit_code: Some(r.exit_code),
             ..base
         },
         Ok(r) if r.exit_code == 0 => Facts {
             phase: Some(Phase::Completed),
-            reason: Some(reasons::SUCCEEDED.to_owned()),
+            reason: Some(Reason::Succeeded),
             message: Some(format!(
                 "the program succeeded; its Job {job} {how} afterwards{}",
                 binary_note(&r)
@@ -126,7 +128,7 @@ pub fn lost(
             let (reason, why) = lost_failure(task, prev, &r);
             Facts {
                 phase: Some(Phase::Failed),
-                reason: Some(reason.to_owned()),
+                reason: Some(reason),
                 message: Some(format!(
                     "{why}; its Job {job} {how} before its final state was read{}",
                     binary_note(&r)
@@ -138,7 +140,7 @@ pub fn lost(
         }
         Err(_) => Facts {
             phase: Some(Phase::Failed),
-            reason: Some(reasons::JOB_LOST.to_owned()),
+            reason: Some(Reason::JobLost),
             message: Some(format!(
                 "the Task's Job {job} (UID {job_uid}) {how} and left no result"
             )),
@@ -151,7 +153,7 @@ pub fn lost(
 /// Job whose last pod failed ended by its deadline (the program was killed
 /// once `spec.timeoutSeconds` had passed since the start) or else by running
 /// out of retries.
-fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (&'static str, String) {
+fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (Reason, String) {
     let code = observe::describe_exit(Some(r.exit_code));
     let killed = matches!(r.exit_code, 137 | 143);
     let ran = match (&prev.started_at, r.finished_at.parse::<Timestamp>()) {
@@ -163,7 +165,7 @@ fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (&'static str
         && ran + 1 >= limit
     {
         return (
-            reasons::DEADLINE_EXCEEDED,
+            Reason::DeadlineExceeded,
             format!(
                 "the Task ran longer than spec.timeoutSeconds ({limit}s) and was stopped; last \
                  exit code {code}"
@@ -171,7 +173,7 @@ fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (&'static str
         );
     }
     (
-        reasons::BACKOFF_LIMIT_EXCEEDED,
+        Reason::BackoffLimitExceeded,
         format!(
             "the program failed on its last attempt (spec.retries: {}; attempts seen: {}); last \
              exit code {code}",
@@ -227,7 +229,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             if left <= 0 {
                 return Facts {
                     phase: Some(Phase::Failed),
-                    reason: Some((*r).to_owned()),
+                    reason: Some(*r),
                     message: Some(format!(
                         "the pod could not start within spec.startTimeoutSeconds ({limit}s): {m}"
                     )),
@@ -241,9 +243,9 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         }
         return Facts {
             phase: Some(Phase::Running),
-            reason: waiting.as_ref().map(|w| w.0.to_owned()),
+            reason: waiting.as_ref().map(|w| w.0),
             message: waiting.as_ref().map(|w| w.1.clone()),
-            waiting: waiting.map(|(r, m)| (r.to_owned(), m)),
+            waiting,
             wake_in,
             ..base
         };
@@ -272,14 +274,14 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         return match accepted {
             Ok(r) if r.too_large() => Facts {
                 phase: Some(Phase::Failed),
-                reason: Some(reasons::RESULT_TOO_LARGE.to_owned()),
+                reason: Some(Reason::ResultTooLarge),
                 message: Some(r.too_large_message()),
                 exit_code: Some(r.exit_code),
                 ..base
             },
             Ok(r) => Facts {
                 phase: Some(Phase::Completed),
-                reason: Some(reasons::SUCCEEDED.to_owned()),
+                reason: Some(Reason::Succeeded),
                 message: Some(format!(
                     "{}{}",
                     if r.message.is_empty() {
@@ -295,7 +297,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             },
             Err(why) => Facts {
                 phase: Some(Phase::Failed),
-                reason: Some(reasons::RESULT_MISSING.to_owned()),
+                reason: Some(Reason::ResultMissing),
                 message: Some(format!("the Job succeeded but {why}")),
                 ..base
             },
@@ -319,11 +321,11 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         code = format!("{code} ({note})");
     }
     let mut message = match reason {
-        reasons::DEADLINE_EXCEEDED => format!(
+        Reason::DeadlineExceeded => format!(
             "the Task ran longer than spec.timeoutSeconds ({}s) and was stopped; last exit code {code}",
             task.spec.timeout_seconds.unwrap_or_default()
         ),
-        reasons::BACKOFF_LIMIT_EXCEEDED => format!(
+        Reason::BackoffLimitExceeded => format!(
             "the program failed on all {attempts} attempts (spec.retries: {}); last exit code {code}",
             task.spec.retries
         ),
@@ -341,7 +343,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     }
     Facts {
         phase: Some(Phase::Failed),
-        reason: Some(reason.to_owned()),
+        reason: Some(reason),
         message: Some(message),
         exit_code,
         result,
@@ -364,13 +366,15 @@ fn cancelling(
     let waited = prev
         .conditions
         .iter()
-        .find(|c| c.type_ == crds::conditions::types::WAITING && c.status == "True");
+        .find(|c| c.type_ == ConditionType::Waiting.as_str() && c.status == "True");
     let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
     if !suspended || observe::live_pods(obs.pods) > 0 {
         return Facts {
             phase: Some(Phase::Running),
             message: Some("cancelling: the Job is suspended and its pod gets SIGTERM".to_owned()),
-            waiting: waited.map(|w| (w.reason.clone(), w.message.clone())),
+            // A reason outside the vocabulary (not written by this
+            // operator) is not kept.
+            waiting: waited.and_then(|w| Some((w.reason.parse().ok()?, w.message.clone()))),
             ..base
         };
     }
@@ -408,7 +412,7 @@ fn cancelling(
     message.push_str(&note);
     Facts {
         phase: Some(Phase::Failed),
-        reason: Some(reasons::CANCELLED.to_owned()),
+        reason: Some(Reason::Cancelled),
         message: Some(message),
         exit_code,
         result,
@@ -433,7 +437,7 @@ fn binary_note(r: &TaskResult) -> String {
 pub fn cancelled_unstarted(prev: &TaskStatus, now: &Time) -> Facts {
     Facts {
         phase: Some(Phase::Failed),
-        reason: Some(reasons::CANCELLED.to_owned()),
+        reason: Some(Reason::Cancelled),
         message: Some("cancelled (spec.cancel) before its Job was created; nothing ran".to_owned()),
         completed_at: Some(prev.completed_at.clone().unwrap_or_else(|| now.clone())),
         ..carry(prev)
@@ -463,8 +467,8 @@ pub fn suspended(task: &Task, job: &Job, facts: Facts) -> Facts {
     );
     Facts {
         phase: Some(Phase::Queued),
-        reason: Some(reasons::SUSPENDED.to_owned()),
-        waiting: Some((reasons::SUSPENDED.to_owned(), message.clone())),
+        reason: Some(Reason::Suspended),
+        waiting: Some((Reason::Suspended, message.clone())),
         message: Some(message),
         ..facts
     }

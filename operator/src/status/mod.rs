@@ -2,7 +2,7 @@
 //! have. Level-based: the same inputs always give the same status, and
 //! timestamps already recorded are kept.
 
-use crds::conditions::reasons;
+use crds::conditions::{ConditionType, Reason};
 use crds::result::{MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, truncate_utf8};
 use crds::{Phase, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
@@ -69,9 +69,9 @@ pub fn wants_final_result(task: &Task, job: Option<&Job>) -> bool {
 
 /// True when the last look found the Task's name taken by another's Job.
 pub fn is_blocked(task: &Task) -> bool {
-    task.status.as_ref().is_some_and(|s| {
-        s.job_uid.is_none() && s.reason.as_deref() == Some(reasons::JOB_OWNED_BY_OTHER)
-    })
+    task.status
+        .as_ref()
+        .is_some_and(|s| s.job_uid.is_none() && s.known_reason() == Some(Reason::JobOwnedByOther))
 }
 
 /// True when the Task's own Job must be stopped (suspended, which deletes
@@ -95,19 +95,19 @@ pub fn conditions_agree(status: &TaskStatus) -> bool {
         return true;
     };
     let outcome = if phase == Phase::Completed {
-        crds::conditions::types::COMPLETE
+        ConditionType::Complete
     } else {
-        crds::conditions::types::FAILED
+        ConditionType::Failed
     };
-    let is = |t: &str, want: &str| {
+    let is = |t: ConditionType, want: &str| {
         status
             .conditions
             .iter()
-            .any(|c| c.type_ == t && c.status == want)
+            .any(|c| c.type_ == t.as_str() && c.status == want)
     };
     is(outcome, "True")
-        && is(crds::conditions::types::FINISHED, "True")
-        && !is(crds::conditions::types::RUNNING, "True")
+        && is(ConditionType::Finished, "True")
+        && !is(ConditionType::Running, "True")
 }
 
 /// The status of a terminal Task with its conditions recomputed from its
@@ -137,7 +137,7 @@ pub fn invalid(task: &Task, message: String, now: Time) -> Desired {
     let prev = task.status.clone().unwrap_or_default();
     let facts = Facts {
         phase: Some(Phase::Failed),
-        reason: Some(reasons::INVALID_SPEC.to_owned()),
+        reason: Some(Reason::InvalidSpec),
         message: Some(message),
         completed_at: Some(prev.completed_at.clone().unwrap_or_else(|| now.clone())),
         ..carry(&prev)
@@ -237,8 +237,8 @@ pub fn queued(task: &Task, wait: &queue::Wait, now: Time) -> Desired {
     let message = wait.message();
     let facts = Facts {
         phase: Some(Phase::Queued),
-        reason: Some(reasons::QUEUE_FULL.to_owned()),
-        waiting: Some((reasons::QUEUE_FULL.to_owned(), message.clone())),
+        reason: Some(Reason::QueueFull),
+        waiting: Some((Reason::QueueFull, message.clone())),
         message: Some(message),
         ..carry(&prev)
     };
@@ -252,9 +252,9 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
     let conditions = conditions::compute(
         &prev.conditions,
         &f.phase,
-        f.reason.as_deref(),
+        f.reason.map(Reason::as_str),
         f.message.as_deref(),
-        f.waiting.as_ref(),
+        f.waiting.as_ref().map(|(r, m)| (*r, m.as_str())),
         &now,
         generation,
     );
@@ -265,11 +265,11 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         ),
         r => (r, None),
     };
-    let next = match (f.phase, f.reason.as_deref()) {
+    let next = match (f.phase, f.reason) {
         (Some(p), _) if p.is_terminal() => Next::Done,
-        (_, Some(reasons::JOB_OWNED_BY_OTHER)) => Next::Blocked,
+        (_, Some(Reason::JobOwnedByOther)) => Next::Blocked,
         _ if task.spec.cancel => Next::Blocked,
-        (Some(Phase::Queued), Some(reasons::QUEUE_FULL)) => Next::Queued,
+        (Some(Phase::Queued), Some(Reason::QueueFull)) => Next::Queued,
         _ => f.wake_in.map_or(Next::Running, Next::Wake),
     };
     let status = TaskStatus {
@@ -290,7 +290,7 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         log_tail: f
             .log_tail
             .map(|t| tail_utf8(&t, MAX_LOG_TAIL_BYTES).to_owned()),
-        reason: f.reason,
+        reason: f.reason.map(|r| r.as_str().to_owned()),
         message: f
             .message
             .map(|m| truncate_utf8(&m, MAX_MESSAGE_BYTES).to_owned()),

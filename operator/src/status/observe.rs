@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crds::conditions::reasons;
+use crds::conditions::Reason;
 use crds::names::{self, annotations, labels};
 use crds::result::{TaskResult, keys as result_keys};
 use k8s_openapi::ByteString;
@@ -99,11 +99,11 @@ pub fn untouched(job: &Job) -> bool {
 }
 
 /// Maps a Job controller failure reason onto our vocabulary.
-pub fn failure_reason(job_reason: Option<&str>) -> &'static str {
+pub fn failure_reason(job_reason: Option<&str>) -> Reason {
     match job_reason {
-        Some("DeadlineExceeded") => reasons::DEADLINE_EXCEEDED,
-        Some("BackoffLimitExceeded") => reasons::BACKOFF_LIMIT_EXCEEDED,
-        _ => reasons::JOB_FAILED,
+        Some("DeadlineExceeded") => Reason::DeadlineExceeded,
+        Some("BackoffLimitExceeded") => Reason::BackoffLimitExceeded,
+        _ => Reason::JobFailed,
     }
 }
 
@@ -443,7 +443,7 @@ pub fn last_exit_code(pods: &[Pod]) -> Option<i32> {
 }
 
 /// Why the pod cannot start, if it cannot: (reason, message).
-pub fn waiting(pod: &Pod) -> Option<(&'static str, String)> {
+pub fn waiting(pod: &Pod) -> Option<(Reason, String)> {
     let status = pod.status.as_ref()?;
     if matches!(status.phase.as_deref(), Some("Succeeded" | "Failed")) {
         return None;
@@ -454,10 +454,7 @@ pub fn waiting(pod: &Pod) -> Option<(&'static str, String)> {
             && c.reason.as_deref() == Some("Unschedulable")
     });
     if let Some(c) = unschedulable {
-        return Some((
-            reasons::UNSCHEDULABLE,
-            c.message.clone().unwrap_or_default(),
-        ));
+        return Some((Reason::Unschedulable, c.message.clone().unwrap_or_default()));
     }
     let containers = status.init_container_statuses.iter().flatten();
     for cs in containers.chain(status.container_statuses.iter().flatten()) {
@@ -467,9 +464,9 @@ pub fn waiting(pod: &Pod) -> Option<(&'static str, String)> {
         let ours = match w.reason.as_deref() {
             Some(
                 "ErrImagePull" | "ImagePullBackOff" | "InvalidImageName" | "ErrImageNeverPull",
-            ) => reasons::IMAGE_PULL_FAILED,
+            ) => Reason::ImagePullFailed,
             Some("CreateContainerConfigError" | "CreateContainerError") => {
-                reasons::CREATE_CONTAINER_CONFIG_ERROR
+                Reason::CreateContainerConfigError
             }
             _ => continue,
         };

@@ -2,7 +2,7 @@
 //! sharded Task — shard counts, the per-shard results in order (bounded as
 //! a single result is), and the outcome once every shard has finished.
 
-use crds::conditions::reasons;
+use crds::conditions::Reason;
 use crds::result::{MAX_STATUS_RESULT_BYTES, shard_config_map_name, truncate_utf8};
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
@@ -127,9 +127,9 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
     let job_uid = job.metadata.uid.as_deref().unwrap_or_default();
     let c = collect(obs.shard_results, name, task_uid, job_uid, shards);
-    let with = |phase, reason: &str, message: String, f: Facts| Facts {
+    let with = |phase, reason, message: String, f: Facts| Facts {
         phase: Some(phase),
-        reason: Some(reason.to_owned()),
+        reason: Some(reason),
         message: Some(message),
         result: None,
         shard_results: c.results.clone(),
@@ -139,7 +139,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     match finish {
         Finish::Complete(_) if !c.too_large.is_empty() => with(
             Phase::Failed,
-            reasons::RESULT_TOO_LARGE,
+            Reason::ResultTooLarge,
             format!(
                 "the results of shards {} are too large to store",
                 list(&c.too_large)
@@ -148,7 +148,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         ),
         Finish::Complete(_) if !c.missing.is_empty() => with(
             Phase::Failed,
-            reasons::RESULT_MISSING,
+            Reason::ResultMissing,
             format!(
                 "the Job succeeded but shards {} left no result from this Job",
                 list(&c.missing)
@@ -157,7 +157,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         ),
         Finish::Complete(_) => with(
             Phase::Completed,
-            reasons::SUCCEEDED,
+            Reason::Succeeded,
             format!("all {shards} shards succeeded"),
             Facts {
                 exit_code: Some(0),
@@ -170,7 +170,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             let done = count_indexes(st.completed_indexes.as_deref());
             let (reason, message) = match cond.reason.as_deref() {
                 Some("FailedIndexes") | Some("BackoffLimitExceeded") => (
-                    reasons::BACKOFF_LIMIT_EXCEEDED,
+                    Reason::BackoffLimitExceeded,
                     format!(
                         "{failed} of {shards} shards failed on all attempts (spec.retries: {} per shard; failed shards: {}); {done} succeeded",
                         task.spec.retries,
@@ -205,9 +205,9 @@ pub fn lost(
     let shards = task.spec.shards;
     let c = collect(obs.shard_results, name, task_uid, job_uid, shards);
     let done = shards - i32::try_from(c.missing.len()).unwrap_or(shards);
-    let with = |phase, reason: &str, message: String, exit_code: Option<i32>| Facts {
+    let with = |phase, reason, message: String, exit_code: Option<i32>| Facts {
         phase: Some(phase),
-        reason: Some(reason.to_owned()),
+        reason: Some(reason),
         message: Some(message),
         exit_code,
         result: None,
@@ -223,7 +223,7 @@ pub fn lost(
     if !c.too_large.is_empty() {
         return with(
             Phase::Failed,
-            reasons::RESULT_TOO_LARGE,
+            Reason::ResultTooLarge,
             format!(
                 "the results of shards {} are too large to store; its Job {name} {how}",
                 list(&c.too_large)
@@ -244,7 +244,7 @@ pub fn lost(
             .collect();
         return with(
             Phase::Failed,
-            reasons::BACKOFF_LIMIT_EXCEEDED,
+            Reason::BackoffLimitExceeded,
             format!(
                 "shards {} failed (last exit codes {}); its Job {name} {how} before its \
                  final state was read",
@@ -257,7 +257,7 @@ pub fn lost(
     if !c.missing.is_empty() {
         return with(
             Phase::Failed,
-            reasons::JOB_LOST,
+            Reason::JobLost,
             format!(
                 "the Task's Job {name} (UID {job_uid}) {how}; shards {} left no result from it \
                  ({done} of {shards} did)",
@@ -268,7 +268,7 @@ pub fn lost(
     }
     with(
         Phase::Completed,
-        reasons::SUCCEEDED,
+        Reason::Succeeded,
         format!("all {shards} shards succeeded; their Job {name} {how} afterwards"),
         Some(0),
     )

@@ -37,7 +37,7 @@ struct ReasonLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
     outcome: &'static str,
-    reason: String,
+    reason: &'static str,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -266,7 +266,7 @@ impl Metrics {
                     job_to_task,
                 } => {
                     // Reasons come from the fixed vocabulary: bounded.
-                    let reason = reason.clone();
+                    let reason = *reason;
                     self.results
                         .get_or_create(&ResultLabels { outcome, reason })
                         .inc();

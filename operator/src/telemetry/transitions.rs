@@ -1,11 +1,18 @@
 //! Pure: what a status transition measures for the metrics, the phase
 //! counts of the Task cache, and the table of metrics in docs/operations.md.
 
-use crds::{Phase, Task, TaskStatus};
+use crds::{Phase, Reason, Task, TaskStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-/// `phase` label values of `longtask_tasks`.
-pub const PHASES: [&str; 5] = ["Pending", "Queued", "Running", "Completed", "Failed"];
+/// `phase` label values of `longtask_tasks`: Pending (no phase yet), then
+/// the phases.
+pub const PHASES: [&str; 5] = [
+    "Pending",
+    Phase::Queued.as_str(),
+    Phase::Running.as_str(),
+    Phase::Completed.as_str(),
+    Phase::Failed.as_str(),
+];
 
 /// One measurement taken from a transition.
 #[derive(Clone, Debug, PartialEq)]
@@ -15,7 +22,8 @@ pub enum Sample {
     /// The Task reached a terminal phase.
     Finished {
         outcome: &'static str,
-        reason: String,
+        /// The status reason; empty when it has none in the vocabulary.
+        reason: &'static str,
         /// Job start → Task end, seconds.
         duration: Option<f64>,
         /// Job end → now (the terminal status is being written), seconds.
@@ -63,7 +71,7 @@ pub fn from_transition(
         };
         out.push(Sample::Finished {
             outcome,
-            reason: next.reason.clone().unwrap_or_default(),
+            reason: next.known_reason().map_or("", Reason::as_str),
             duration,
             job_to_task,
         });
@@ -130,7 +138,7 @@ mod tests {
             job_uid: job.then(|| "j".into()),
             started_at: started.map(at),
             completed_at: done.map(at),
-            reason: phase.map(|_| "R".into()),
+            reason: phase.map(|_| Reason::JobFailed.to_string()),
             ..TaskStatus::default()
         }
     }
@@ -142,7 +150,7 @@ mod tests {
         let running = st(Some(Phase::Running), true, Some(100), None);
         let fin = |outcome, duration, job_to_task| Sample::Finished {
             outcome,
-            reason: "R".into(),
+            reason: Reason::JobFailed.as_str(),
             duration,
             job_to_task,
         };
@@ -168,6 +176,16 @@ mod tests {
         for (i, (prev, next, want)) in cases.into_iter().enumerate() {
             assert_eq!(from_transition(&t, prev, next, &at(200)), want, "case {i}");
         }
+        // A reason outside the vocabulary is no label value.
+        let junk = TaskStatus {
+            reason: Some("EditedByHand".into()),
+            ..failed.clone()
+        };
+        let got = from_transition(&t, Some(&running), &junk, &at(200));
+        assert!(
+            matches!(got.as_slice(), [Sample::Finished { reason: "", .. }]),
+            "{got:?}"
+        );
     }
 
     #[test]

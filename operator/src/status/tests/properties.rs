@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crds::conditions::{reasons, types};
+use crds::conditions::{ConditionType, Reason};
 use crds::names::labels;
 use crds::result::{
     MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, encodings, gzip, keys,
@@ -23,34 +23,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use proptest::collection::{btree_map, vec};
 use proptest::option;
 use proptest::prelude::*;
+use strum::IntoEnumIterator;
 
 use crate::fixtures::at;
 use crate::reconcile::{build, validate};
 use crate::status::observe;
 use crate::status::{Desired, Observed, desired, invalid, needs_patch};
 
-/// Every reason a status may carry.
-const VOCABULARY: &[&str] = &[
-    reasons::JOB_CREATED,
-    reasons::RUNNING,
-    reasons::SUCCEEDED,
-    reasons::NOT_FINISHED,
-    reasons::NOT_WAITING,
-    reasons::DEADLINE_EXCEEDED,
-    reasons::BACKOFF_LIMIT_EXCEEDED,
-    reasons::JOB_FAILED,
-    reasons::RESULT_MISSING,
-    reasons::RESULT_TOO_LARGE,
-    reasons::CANCELLED,
-    reasons::UNSCHEDULABLE,
-    reasons::IMAGE_PULL_FAILED,
-    reasons::CREATE_CONTAINER_CONFIG_ERROR,
-    reasons::JOB_OWNED_BY_OTHER,
-    reasons::JOB_LOST,
-    reasons::QUEUE_FULL,
-    reasons::SUSPENDED,
-    reasons::INVALID_SPEC,
-];
+/// True when `reason` is one a status may carry.
+fn in_vocabulary(reason: &str) -> bool {
+    Reason::iter().any(|r| r.as_str() == reason)
+}
 
 /// A few UIDs, so that Task, Job, owner and labels match often enough.
 fn uid() -> BoxedStrategy<String> {
@@ -164,12 +147,7 @@ fn spec() -> BoxedStrategy<TaskSpec> {
 }
 
 fn phase() -> impl Strategy<Value = Option<Phase>> {
-    option::of(prop_oneof![
-        Just(Phase::Queued),
-        Just(Phase::Running),
-        Just(Phase::Completed),
-        Just(Phase::Failed),
-    ])
+    option::of(prop::sample::select(Phase::iter().collect::<Vec<_>>()))
 }
 
 /// A recorded status: anything a previous operator version could have left.
@@ -180,10 +158,14 @@ fn prev_status() -> BoxedStrategy<Option<TaskStatus>> {
             option::of(uid()),
             option::of(int32()),
             (option::of(time()), option::of(time())),
-            // Reasons as an operator wrote them (junk ones would be carried as is).
+            // Reasons as an operator wrote them (a junk one is not carried: a
+            // terminal status would be left without a reason).
             (
                 option::of(".{0,20}"),
-                option::of(prop::sample::select(VOCABULARY).prop_map(str::to_owned)),
+                option::of(
+                    prop::sample::select(Reason::iter().collect::<Vec<_>>())
+                        .prop_map(|r| r.as_str().to_owned()),
+                ),
                 option::of(int32()),
             ),
         )
@@ -199,7 +181,7 @@ fn prev_status() -> BoxedStrategy<Option<TaskStatus>> {
                     reason: reason.or_else(|| {
                         phase
                             .filter(|p| p.is_terminal())
-                            .map(|_| reasons::JOB_FAILED.to_owned())
+                            .map(|_| Reason::JobFailed.as_str().to_owned())
                     }),
                     exit_code: exit,
                     ..TaskStatus::default()
@@ -464,30 +446,30 @@ fn check_status(s: &TaskStatus) -> Result<(), TestCaseError> {
     if let Some(p) = s.phase.filter(|p| p.is_terminal()) {
         let reason = s.reason.as_deref().unwrap_or_default();
         prop_assert!(
-            VOCABULARY.contains(&reason),
+            in_vocabulary(reason),
             "terminal {p:?} with reason {reason:?}"
         );
         let outcome = if p == Phase::Completed {
-            types::COMPLETE
+            ConditionType::Complete
         } else {
-            types::FAILED
+            ConditionType::Failed
         };
-        for t in [outcome, types::FINISHED] {
+        for t in [outcome, ConditionType::Finished] {
             prop_assert!(
                 s.conditions
                     .iter()
-                    .any(|c| c.type_ == t && c.status == "True"),
+                    .any(|c| c.type_ == t.as_str() && c.status == "True"),
                 "terminal {p:?} without {t}=True: {:?}",
                 s.conditions
             );
         }
     }
     if let Some(r) = &s.reason {
-        prop_assert!(VOCABULARY.contains(&r.as_str()), "reason {r:?}");
+        prop_assert!(in_vocabulary(r), "reason {r:?}");
     }
     for c in &s.conditions {
         prop_assert!(
-            VOCABULARY.contains(&c.reason.as_str()),
+            in_vocabulary(&c.reason),
             "condition {} reason {:?}",
             c.type_,
             c.reason
@@ -587,7 +569,8 @@ proptest! {
     ) {
         let _ = observe::ownership(&j, &task_uid);
         let _ = observe::finish(&j);
-        prop_assert!(VOCABULARY.contains(&observe::failure_reason(job_reason.as_deref())));
+        // A `Reason`: in the vocabulary by its type.
+        let _ = observe::failure_reason(job_reason.as_deref());
         match observe::accept_result(cm.as_ref(), &task_uid, &job_uid) {
             Ok(_) => {
                 let c = cm.as_ref().and_then(|c| c.metadata.labels.as_ref());
@@ -602,9 +585,8 @@ proptest! {
         prop_assert!(observe::live_pods(&pods) <= pods.len());
         for p in &pods {
             let _ = observe::exit_code(p);
-            if let Some((reason, _)) = observe::waiting(p) {
-                prop_assert!(VOCABULARY.contains(&reason));
-            }
+            // A `Reason`, if any: in the vocabulary by its type.
+            let _ = observe::waiting(p);
         }
         let _ = observe::last_exit_code(&pods);
         prop_assert!(!observe::describe_exit(code).is_empty());

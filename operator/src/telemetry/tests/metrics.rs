@@ -39,7 +39,7 @@ fn transitions_move_the_counters() {
         Sample::Queued(1.5),
         Sample::Finished {
             outcome: "completed",
-            reason: "Succeeded".into(),
+            reason: "Succeeded",
             duration: Some(3.0),
             job_to_task: Some(0.5),
         },
