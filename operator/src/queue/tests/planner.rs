@@ -1,11 +1,11 @@
 use std::collections::BTreeMap;
 
-use crds::Phase;
 use crds::conditions::reasons;
 use crds::names::annotations;
+use crds::{Phase, Task};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::fixtures::at;
+use crate::fixtures::{TaskFixture, at, running};
 use crate::queue::*;
 
 fn e<'a>(ns: &'a str, name: &'a str, prio: i32, created: &'a Time, holds: bool) -> Entry<'a> {
@@ -141,26 +141,22 @@ fn namespace_annotation_parses() {
 
 #[test]
 fn entries_hold_by_status_or_live_job_and_skip_terminal_tasks() {
-    use crate::fixtures::{running, task};
-    let waiting = task(None);
+    let waiting = Task::test();
     assert!(!entry(&waiting, false).unwrap().holds);
     assert!(entry(&waiting, true).unwrap().holds);
-    assert!(entry(&task(Some(running())), false).unwrap().holds);
+    assert!(entry(&Task::test().running(), false).unwrap().holds);
     let mut done = running();
     done.phase = Some(Phase::Completed);
-    assert!(entry(&task(Some(done)), true).is_none());
+    assert!(entry(&Task::test().status(done), true).is_none());
 }
 
 #[test]
 fn suspended_job_shows_queued_until_resumed() {
-    use crate::fixtures::{job, obs, task};
+    use crate::fixtures::{JobFixture, obs};
     use crate::status::desired;
-    let mut j = job("j1", Some("tu"), None, 0, 0, 0);
-    j.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
-        suspend: Some(true),
-        ..Default::default()
-    });
-    let s = desired(&task(None), &obs(Some(&j), None, &[])).status;
+    let t = Task::test();
+    let j = JobFixture::ours().active(0).suspended().build();
+    let s = desired(&t, &obs(Some(&j), None, &[])).status;
     assert_eq!(s.phase, Some(Phase::Queued));
     assert_eq!(s.reason.as_deref(), Some(reasons::SUSPENDED));
     let w = s.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
@@ -169,24 +165,16 @@ fn suspended_job_shows_queued_until_resumed() {
         ("True", reasons::SUSPENDED)
     );
     // Resumed: Running again, Waiting turns False.
-    j.spec = None;
-    let s2 = desired(&task(Some(s)), &obs(Some(&j), None, &[])).status;
+    let resumed = JobFixture::ours().active(0).build();
+    let s2 = desired(&t.status(s), &obs(Some(&resumed), None, &[])).status;
     assert_eq!(s2.phase, Some(Phase::Running));
     let w = s2.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
     assert_eq!(w.status, "False");
     // A finished Job is never shown as suspended.
-    let mut done = job(
-        "j1",
-        Some("tu"),
-        Some(("Failed", "DeadlineExceeded")),
-        0,
-        1,
-        0,
-    );
-    done.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
-        suspend: Some(true),
-        ..Default::default()
-    });
-    let s3 = desired(&task(None), &obs(Some(&done), None, &[])).status;
+    let done = JobFixture::ours()
+        .failed("DeadlineExceeded")
+        .suspended()
+        .build();
+    let s3 = desired(&Task::test(), &obs(Some(&done), None, &[])).status;
     assert_eq!(s3.phase, Some(Phase::Failed));
 }
