@@ -1,6 +1,5 @@
 use std::collections::BTreeMap;
 
-use crds::conditions::reasons;
 use crds::names::annotations;
 use crds::{Phase, Task};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -151,30 +150,24 @@ fn entries_hold_by_status_or_live_job_and_skip_terminal_tasks() {
 }
 
 #[test]
-fn suspended_job_shows_queued_until_resumed() {
-    use crate::fixtures::{JobFixture, obs};
-    use crate::status::desired;
-    let t = Task::test();
-    let j = JobFixture::ours().active(0).suspended().build();
-    let s = desired(&t, &obs(Some(&j), None, &[])).status;
-    assert_eq!(s.phase, Some(Phase::Queued));
-    assert_eq!(s.reason.as_deref(), Some(reasons::SUSPENDED));
-    let w = s.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
+fn entries_carry_the_tasks_place_in_the_queue() {
+    let t = Task::test()
+        .in_ns("a")
+        .named("x")
+        .uid("ux")
+        .priority(5)
+        .created_at(7);
+    let e = entry(&t, false).unwrap();
     assert_eq!(
-        (w.status.as_str(), w.reason.as_str()),
-        ("True", reasons::SUSPENDED)
+        (e.namespace, e.name, e.uid, e.priority, e.created, e.holds),
+        ("a", "x", "ux", 5, Some(&at(7)), false)
     );
-    // Resumed: Running again, Waiting turns False.
-    let resumed = JobFixture::ours().active(0).build();
-    let s2 = desired(&t.status(s), &obs(Some(&resumed), None, &[])).status;
-    assert_eq!(s2.phase, Some(Phase::Running));
-    let w = s2.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
-    assert_eq!(w.status, "False");
-    // A finished Job is never shown as suspended.
-    let done = JobFixture::ours()
-        .failed("DeadlineExceeded")
-        .suspended()
-        .build();
-    let s3 = desired(&Task::test(), &obs(Some(&done), None, &[])).status;
-    assert_eq!(s3.phase, Some(Phase::Failed));
+}
+
+#[test]
+fn a_cancelled_task_wants_a_slot_only_while_it_holds_one() {
+    let t = Task::test().cancelled();
+    assert!(entry(&t, false).is_none());
+    assert!(entry(&t, true).unwrap().holds);
+    assert!(entry(&t.running(), false).unwrap().holds);
 }
