@@ -74,17 +74,15 @@ pub fn reads<'a>(task: &'a Task, job: Option<&'a Job>) -> Reads<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{job, running, task};
+    use crate::fixtures::{JobFixture, TaskFixture, running};
 
     #[test]
     fn find_follows_the_record() {
-        let mut fresh = task(None);
+        let fresh = Task::test();
         assert_eq!(find(&fresh), Find::Start);
-        fresh.spec.cancel = true;
-        assert_eq!(find(&fresh), Find::Get);
-        assert_eq!(find(&task(Some(running()))), Find::Get);
-        let mut blocked = task(None);
-        blocked.status = Some(crds::TaskStatus {
+        assert_eq!(find(&fresh.cancelled()), Find::Get);
+        assert_eq!(find(&Task::test().running()), Find::Get);
+        let blocked = Task::test().status(crds::TaskStatus {
             reason: Some(crds::conditions::reasons::JOB_OWNED_BY_OTHER.to_owned()),
             ..Default::default()
         });
@@ -93,10 +91,9 @@ mod tests {
 
     #[test]
     fn a_fresh_job_needs_no_pods_and_no_result() {
-        let t = task(Some(running()));
+        let t = Task::test().running();
         // Created, not yet looked at by the Job controller.
-        let mut j = job("j1", Some("tu"), None, 0, 0, 0);
-        j.status = None;
+        let j = JobFixture::ours().untouched().build();
         let r = reads(&t, Some(&j));
         assert!(!r.pods);
         assert!(!r.result);
@@ -106,7 +103,7 @@ mod tests {
 
     #[test]
     fn a_vanished_job_is_read_as_final_from_the_record() {
-        let t = task(Some(running()));
+        let t = Task::test().running();
         let r = reads(&t, None);
         assert!(!r.pods);
         assert!(r.result);

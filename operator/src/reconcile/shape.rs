@@ -79,13 +79,12 @@ pub fn shard_env(shards: i32) -> Vec<EnvVar> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures;
+    use crate::fixtures::TaskFixture;
     use crate::reconcile::build;
 
     #[test]
     fn plain_task_is_one_pod() {
-        let t = fixtures::task(None);
-        let s = build::job(&t, "w").unwrap().spec.unwrap();
+        let s = build::job(&Task::test(), "w").unwrap().spec.unwrap();
         assert_eq!(
             (s.completions, s.parallelism, s.backoff_limit),
             (Some(1), Some(1), Some(1))
@@ -96,9 +95,7 @@ mod tests {
 
     #[test]
     fn sharded_task_is_an_indexed_job() {
-        let mut t = fixtures::task(None);
-        t.spec.shards = 12;
-        t.spec.parallelism = Some(4);
+        let t = Task::test().sharded(12).parallelism(4);
         let s = build::job(&t, "w").unwrap().spec.unwrap();
         assert_eq!(s.completion_mode.as_deref(), Some("Indexed"));
         assert_eq!((s.completions, s.parallelism), (Some(12), Some(4)));
@@ -123,18 +120,16 @@ mod tests {
         );
         let shards = env.iter().find(|e| e.name == env::SHARDS).unwrap();
         assert_eq!(shards.value.as_deref(), Some("12"));
-        t.spec.parallelism = None;
+        let t = Task::test().sharded(12);
         let s = build::job(&t, "w").unwrap().spec.unwrap();
         assert_eq!(s.parallelism, Some(12));
     }
 
     #[test]
     fn kueue_labels_reach_the_job() {
-        let mut t = fixtures::task(None);
-        t.metadata.labels = Some(BTreeMap::from([
-            ("kueue.x-k8s.io/queue-name".to_owned(), "team-a".to_owned()),
-            ("app".to_owned(), "x".to_owned()),
-        ]));
+        let t = Task::test()
+            .labelled("kueue.x-k8s.io/queue-name", "team-a")
+            .labelled("app", "x");
         let l = build::job(&t, "w").unwrap().metadata.labels.unwrap();
         assert_eq!(
             l.get("kueue.x-k8s.io/queue-name").map(String::as_str),

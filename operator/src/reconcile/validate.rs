@@ -166,7 +166,7 @@ fn shard_name(name: &str, shards: i32) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crds::TaskSpec;
+    use crate::fixtures::TaskFixture;
     use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector};
 
     fn var(name: &str) -> EnvVar {
@@ -191,158 +191,96 @@ mod tests {
         }
     }
 
-    fn task(name: &str, f: impl FnOnce(&mut TaskSpec)) -> Task {
-        let mut spec = TaskSpec {
-            command: vec!["sh".into()],
-            args: vec![],
-            env: vec![],
-            resources: None,
-            timeout_seconds: None,
-            retries: 0,
-            ttl_seconds_after_finished: None,
-            start_timeout_seconds: None,
-            cancel: false,
-            priority: 0,
-            shards: 1,
-            parallelism: None,
-        };
-        f(&mut spec);
-        Task::new(name, spec)
-    }
-
     #[test]
     fn table() {
         let long = "a".repeat(64);
-        let mut cases: Vec<(Task, Option<&str>)> = vec![
-            (task("ok", |_| {}), None),
-            (task(&long, |_| {}), Some("metadata.name")),
-            (task("t", |s| s.command.clear()), Some("spec.command")),
+        let task = Task::test;
+        let cases: Vec<(Task, Option<&str>)> = vec![
+            (task().named("ok"), None),
+            (task().named(&long), Some("metadata.name")),
+            (task().command(&[]), Some("spec.command")),
+            (task().command(&[""]), Some("spec.command[0]")),
+            (task().retries(11), Some("spec.retries")),
+            (task().timeout(0), Some("spec.timeoutSeconds")),
+            (task().ttl(-1), Some("spec.ttlSecondsAfterFinished")),
+            (task().start_timeout(0), Some("spec.startTimeoutSeconds")),
+            (task().sharded(0), Some("spec.shards")),
+            (task().sharded(i32::MAX), Some("spec.shards")),
+            (task().sharded(1000), None),
+            (task().sharded(4).parallelism(5), Some("spec.parallelism")),
+            (task().parallelism(0), Some("spec.parallelism")),
             (
-                task("t", |s| s.command = vec![String::new()]),
-                Some("spec.command[0]"),
-            ),
-            (task("t", |s| s.retries = 11), Some("spec.retries")),
-            (
-                task("t", |s| s.timeout_seconds = Some(0)),
-                Some("spec.timeoutSeconds"),
-            ),
-            (
-                task("t", |s| s.ttl_seconds_after_finished = Some(-1)),
-                Some("spec.ttlSecondsAfterFinished"),
-            ),
-            (
-                task("t", |s| s.start_timeout_seconds = Some(0)),
-                Some("spec.startTimeoutSeconds"),
-            ),
-            (task("t", |s| s.shards = 0), Some("spec.shards")),
-            (task("t", |s| s.shards = i32::MAX), Some("spec.shards")),
-            (task("t", |s| s.shards = 1000), None),
-            (
-                task("t", |s| {
-                    s.shards = 4;
-                    s.parallelism = Some(5)
-                }),
-                Some("spec.parallelism"),
-            ),
-            (
-                task("t", |s| s.parallelism = Some(0)),
-                Some("spec.parallelism"),
-            ),
-            (
-                task("t", |s| {
-                    s.env = vec![EnvVar {
-                        name: "LONGTASK_RESULT".into(),
-                        ..EnvVar::default()
-                    }]
-                }),
+                task().env(vec![EnvVar {
+                    name: "LONGTASK_RESULT".into(),
+                    ..EnvVar::default()
+                }]),
                 Some("spec.env"),
             ),
+            (task().env(vec![var("1 bad=name")]), Some("spec.env")),
+            (task().env(vec![var("")]), Some("spec.env")),
+            (task().env(vec![var("tab\there")]), Some("spec.env")),
+            (task().env(vec![var("é")]), Some("spec.env")),
             (
-                task("t", |s| s.env = vec![var("1 bad=name")]),
-                Some("spec.env"),
-            ),
-            (task("t", |s| s.env = vec![var("")]), Some("spec.env")),
-            (
-                task("t", |s| s.env = vec![var("tab\there")]),
-                Some("spec.env"),
-            ),
-            (task("t", |s| s.env = vec![var("é")]), Some("spec.env")),
-            (
-                task("t", |s| {
-                    s.env = vec![var(&"A".repeat(MAX_ENV_NAME_LEN + 1))]
-                }),
+                task().env(vec![var(&"A".repeat(MAX_ENV_NAME_LEN + 1))]),
                 Some("spec.env"),
             ),
             // What the API server accepts since 1.34 (relaxed names).
-            (task("t", |s| s.env = vec![var("1 odd.name-~!")]), None),
+            (task().env(vec![var("1 odd.name-~!")]), None),
             (
-                task("t", |s| {
-                    let mut v = from_field("spec.nodeName");
-                    v.value = Some("x".into());
-                    s.env = vec![v]
-                }),
+                task().env(vec![EnvVar {
+                    value: Some("x".into()),
+                    ..from_field("spec.nodeName")
+                }]),
                 Some("spec.env"),
             ),
             (
-                task("t", |s| {
-                    let mut v = from_field("spec.nodeName");
-                    v.value = Some(String::new());
-                    s.env = vec![v]
-                }),
+                task().env(vec![EnvVar {
+                    value: Some(String::new()),
+                    ..from_field("spec.nodeName")
+                }]),
                 None,
             ),
             (
-                task("t", |s| {
-                    let mut v = var("EMPTY_SOURCE");
-                    v.value_from = Some(EnvVarSource::default());
-                    s.env = vec![v]
-                }),
+                task().env(vec![EnvVar {
+                    value_from: Some(EnvVarSource::default()),
+                    ..var("EMPTY_SOURCE")
+                }]),
                 Some("spec.env"),
             ),
             (
-                task("t", |s| {
+                task().env(vec![{
                     let mut v = from_field("metadata.name");
                     v.value_from.as_mut().unwrap().secret_key_ref = Some(Default::default());
-                    s.env = vec![v]
-                }),
+                    v
+                }]),
                 Some("spec.env"),
             ),
             // The Job API judges the field path itself (InvalidSpec on create).
+            (task().env(vec![from_field("spec.nonexistent")]), None),
+            (task().named("a.b").sharded(2), Some("metadata.name")),
+            (task().named("a.b"), None),
+            (task().named(&"a".repeat(61)).sharded(10), None),
             (
-                task("t", |s| s.env = vec![from_field("spec.nonexistent")]),
-                None,
-            ),
-            (task("a.b", |s| s.shards = 2), Some("metadata.name")),
-            (task("a.b", |_| {}), None),
-            (task(&"a".repeat(61), |s| s.shards = 10), None),
-            (
-                task(&"a".repeat(62), |s| s.shards = 10),
+                task().named(&"a".repeat(62)).sharded(10),
                 Some("metadata.name"),
             ),
-            (task(&"a".repeat(61), |s| s.shards = 2), None),
+            (task().named(&"a".repeat(61)).sharded(2), None),
             (
-                task(&"a".repeat(62), |s| s.shards = 2),
+                task().named(&"a".repeat(62)).sharded(2),
                 Some("metadata.name"),
             ),
-            (task(&"a".repeat(63), |_| {}), None),
+            (task().named(&"a".repeat(63)), None),
             (
-                task(&"a".repeat(60), |s| s.shards = 1000),
+                task().named(&"a".repeat(60)).sharded(1000),
                 Some("metadata.name"),
             ),
-            (task(&"a".repeat(59), |s| s.shards = 1000), None),
+            (task().named(&"a".repeat(59)).sharded(1000), None),
+            (task().in_ns("kube-system"), Some("metadata.namespace")),
+            (task().in_ns("kube-public"), Some("metadata.namespace")),
+            (task().in_ns("kube-node-lease"), Some("metadata.namespace")),
+            (task().in_ns("default"), None),
+            (task().in_ns("kube-systemx"), None),
         ];
-        let in_ns = |ns: &str| {
-            let mut t = task("t", |_| {});
-            t.metadata.namespace = Some(ns.into());
-            t
-        };
-        cases.extend([
-            (in_ns("kube-system"), Some("metadata.namespace")),
-            (in_ns("kube-public"), Some("metadata.namespace")),
-            (in_ns("kube-node-lease"), Some("metadata.namespace")),
-            (in_ns("default"), None),
-            (in_ns("kube-systemx"), None),
-        ]);
         for (i, (t, want)) in cases.iter().enumerate() {
             match (validate(t), want) {
                 (Ok(()), None) => {}

@@ -485,11 +485,14 @@ mod tests {
 
     #[test]
     fn foreign_results_are_named() {
-        use crate::fixtures::cm;
-        assert_eq!(foreign(&cm("tu", "j1", 0, "x"), "tu", "j1"), None);
-        let stale = foreign(&cm("tu", "old-job", 0, "x"), "tu", "j1").unwrap_or_default();
+        use crate::fixtures::ResultFixture;
+        let ours = ResultFixture::new("x").build();
+        assert_eq!(foreign(&ours, "tu", "j1"), None);
+        let stale = ResultFixture::new("x").of_job("old-job").build();
+        let stale = foreign(&stale, "tu", "j1").unwrap_or_default();
         assert!(stale.contains("old-job"), "{stale}");
-        let forged = foreign(&cm("other", "j1", 0, "x"), "tu", "j1").unwrap_or_default();
+        let forged = ResultFixture::new("x").of_task("other").build();
+        let forged = foreign(&forged, "tu", "j1").unwrap_or_default();
         assert!(forged.contains("UID"), "{forged}");
     }
 

@@ -130,7 +130,7 @@ pub fn markdown_table(docs: &[Doc]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{at, task};
+    use crate::fixtures::{TaskFixture, at};
 
     fn st(phase: Option<Phase>, job: bool, started: Option<i64>, done: Option<i64>) -> TaskStatus {
         TaskStatus {
@@ -145,8 +145,7 @@ mod tests {
 
     #[test]
     fn transitions() {
-        let mut t = task(None);
-        t.metadata.creation_timestamp = Some(at(90));
+        let t = Task::test().created_at(90);
         let running = st(Some(Phase::Running), true, Some(100), None);
         let fin = |outcome, duration, job_to_task| Sample::Finished {
             outcome,
@@ -191,10 +190,10 @@ mod tests {
     #[test]
     fn phases_are_counted() {
         let tasks = [
-            task(None),
-            task(Some(st(Some(Phase::Running), true, None, None))),
-            task(Some(st(Some(Phase::Failed), true, None, None))),
-            task(Some(st(Some(Phase::Failed), false, None, None))),
+            Task::test(),
+            Task::test().status(st(Some(Phase::Running), true, None, None)),
+            Task::test().status(st(Some(Phase::Failed), true, None, None)),
+            Task::test().status(st(Some(Phase::Failed), false, None, None)),
         ];
         let got = count_phases(tasks.iter());
         assert_eq!(

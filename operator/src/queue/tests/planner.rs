@@ -1,11 +1,10 @@
 use std::collections::BTreeMap;
 
-use crds::Phase;
-use crds::conditions::reasons;
 use crds::names::annotations;
+use crds::{Phase, Task};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use crate::fixtures::at;
+use crate::fixtures::{TaskFixture, at, running};
 use crate::queue::*;
 
 fn e<'a>(ns: &'a str, name: &'a str, prio: i32, created: &'a Time, holds: bool) -> Entry<'a> {
@@ -141,52 +140,34 @@ fn namespace_annotation_parses() {
 
 #[test]
 fn entries_hold_by_status_or_live_job_and_skip_terminal_tasks() {
-    use crate::fixtures::{running, task};
-    let waiting = task(None);
+    let waiting = Task::test();
     assert!(!entry(&waiting, false).unwrap().holds);
     assert!(entry(&waiting, true).unwrap().holds);
-    assert!(entry(&task(Some(running())), false).unwrap().holds);
+    assert!(entry(&Task::test().running(), false).unwrap().holds);
     let mut done = running();
     done.phase = Some(Phase::Completed);
-    assert!(entry(&task(Some(done)), true).is_none());
+    assert!(entry(&Task::test().status(done), true).is_none());
 }
 
 #[test]
-fn suspended_job_shows_queued_until_resumed() {
-    use crate::fixtures::{job, obs, task};
-    use crate::status::desired;
-    let mut j = job("j1", Some("tu"), None, 0, 0, 0);
-    j.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
-        suspend: Some(true),
-        ..Default::default()
-    });
-    let s = desired(&task(None), &obs(Some(&j), None, &[])).status;
-    assert_eq!(s.phase, Some(Phase::Queued));
-    assert_eq!(s.reason.as_deref(), Some(reasons::SUSPENDED));
-    let w = s.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
+fn entries_carry_the_tasks_place_in_the_queue() {
+    let t = Task::test()
+        .in_ns("a")
+        .named("x")
+        .uid("ux")
+        .priority(5)
+        .created_at(7);
+    let e = entry(&t, false).unwrap();
     assert_eq!(
-        (w.status.as_str(), w.reason.as_str()),
-        ("True", reasons::SUSPENDED)
+        (e.namespace, e.name, e.uid, e.priority, e.created, e.holds),
+        ("a", "x", "ux", 5, Some(&at(7)), false)
     );
-    // Resumed: Running again, Waiting turns False.
-    j.spec = None;
-    let s2 = desired(&task(Some(s)), &obs(Some(&j), None, &[])).status;
-    assert_eq!(s2.phase, Some(Phase::Running));
-    let w = s2.conditions.iter().find(|c| c.type_ == "Waiting").unwrap();
-    assert_eq!(w.status, "False");
-    // A finished Job is never shown as suspended.
-    let mut done = job(
-        "j1",
-        Some("tu"),
-        Some(("Failed", "DeadlineExceeded")),
-        0,
-        1,
-        0,
-    );
-    done.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
-        suspend: Some(true),
-        ..Default::default()
-    });
-    let s3 = desired(&task(None), &obs(Some(&done), None, &[])).status;
-    assert_eq!(s3.phase, Some(Phase::Failed));
+}
+
+#[test]
+fn a_cancelled_task_wants_a_slot_only_while_it_holds_one() {
+    let t = Task::test().cancelled();
+    assert!(entry(&t, false).is_none());
+    assert!(entry(&t, true).unwrap().holds);
+    assert!(entry(&t.running(), false).unwrap().holds);
 }

@@ -1,37 +1,28 @@
 use crds::Task;
-use crds::TaskSpec;
 use crds::names::env;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Container;
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use crate::fixtures::TaskFixture;
 use crate::reconcile::build::*;
 
-fn task(f: impl FnOnce(&mut TaskSpec)) -> Task {
-    let mut spec = TaskSpec {
-        command: vec!["sh".into(), "-c".into()],
-        args: vec!["echo hi".into()],
-        env: vec![EnvVar {
+/// `ns/hello` (UID `uid-1`) runs `sh -c "echo hi"` with `A=1`; no timeout,
+/// no retries.
+fn hello() -> Task {
+    Task::test()
+        .named("hello")
+        .uid("uid-1")
+        .command(&["sh", "-c"])
+        .args(&["echo hi"])
+        .env(vec![EnvVar {
             name: "A".into(),
             value: Some("1".into()),
             ..EnvVar::default()
-        }],
-        resources: None,
-        timeout_seconds: None,
-        retries: 0,
-        ttl_seconds_after_finished: None,
-        start_timeout_seconds: None,
-        cancel: false,
-        priority: 0,
-        shards: 1,
-        parallelism: None,
-    };
-    f(&mut spec);
-    let mut t = Task::new("hello", spec);
-    t.metadata.namespace = Some("ns".into());
-    t.metadata.uid = Some("uid-1".into());
-    t
+        }])
+        .timeout(None)
+        .retries(0)
 }
 
 fn container(job: &Job) -> &Container {
@@ -51,7 +42,7 @@ fn env_value<'a>(c: &'a Container, name: &str) -> Option<&'a EnvVar> {
 
 #[test]
 fn job_carries_name_owner_and_labels() {
-    let j = job(&task(|_| {}), "reg/longtask-worker:0.1.0").unwrap();
+    let j = job(&hello(), "reg/longtask-worker:0.1.0").unwrap();
     assert_eq!(j.metadata.name.as_deref(), Some("hello"));
     assert_eq!(j.metadata.namespace.as_deref(), Some("ns"));
     let o = &j.metadata.owner_references.as_ref().unwrap()[0];
@@ -60,7 +51,7 @@ fn job_carries_name_owner_and_labels() {
         (o.controller, o.block_owner_deletion),
         (Some(true), Some(true))
     );
-    let want = task_labels(&identity(&task(|_| {})).unwrap());
+    let want = task_labels(&identity(&hello()).unwrap());
     assert_eq!(j.metadata.labels.as_ref(), Some(&want));
     let tmpl = &j.spec.as_ref().unwrap().template;
     assert_eq!(tmpl.metadata.as_ref().unwrap().labels.as_ref(), Some(&want));
@@ -69,15 +60,10 @@ fn job_carries_name_owner_and_labels() {
 #[test]
 fn spec_maps_onto_the_job() {
     let cases: Vec<(Task, Option<i64>, i32, Option<i32>)> = vec![
-        (task(|_| {}), None, 0, None),
-        (task(|s| s.timeout_seconds = Some(2)), Some(2), 0, None),
-        (task(|s| s.retries = 3), None, 3, None),
-        (
-            task(|s| s.ttl_seconds_after_finished = Some(60)),
-            None,
-            0,
-            Some(60),
-        ),
+        (hello(), None, 0, None),
+        (hello().timeout(2), Some(2), 0, None),
+        (hello().retries(3), None, 3, None),
+        (hello().ttl(60), None, 0, Some(60)),
     ];
     for (i, (t, deadline, backoff, ttl)) in cases.into_iter().enumerate() {
         let s = job(&t, "w").unwrap().spec.unwrap();
@@ -96,7 +82,7 @@ fn container_runs_the_worker_with_the_program() {
         requests: Some([("cpu".to_owned(), Quantity("1".into()))].into()),
         ..ResourceRequirements::default()
     };
-    let j = job(&task(|s| s.resources = Some(res.clone())), "img").unwrap();
+    let j = job(&hello().resources(res.clone()), "img").unwrap();
     let c = container(&j);
     assert_eq!(c.name, "worker");
     assert_eq!(c.image.as_deref(), Some("img"));
@@ -129,7 +115,7 @@ fn container_runs_the_worker_with_the_program() {
 
 #[test]
 fn pod_fits_the_restricted_standard() {
-    let j = job(&task(|_| {}), "img").unwrap();
+    let j = job(&hello(), "img").unwrap();
     let pod = j.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
     let psc = pod.security_context.as_ref().unwrap();
     assert_eq!(psc.run_as_non_root, Some(true));
@@ -147,16 +133,14 @@ fn pod_fits_the_restricted_standard() {
 
 #[test]
 fn building_twice_gives_the_same_job() {
-    let t = task(|_| {});
+    let t = hello();
     assert_eq!(job(&t, "img").unwrap(), job(&t, "img").unwrap());
 }
 
 #[test]
 fn task_without_uid_is_refused() {
-    let mut t = task(|_| {});
-    t.metadata.uid = None;
     assert!(matches!(
-        job(&t, "img"),
+        job(&hello().without_uid(), "img"),
         Err(BuildError::MissingMetadata("uid"))
     ));
 }

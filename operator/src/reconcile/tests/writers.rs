@@ -1,39 +1,21 @@
 //! The writer check: which stamped pods may have written a Task's result.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-
-use crate::fixtures::{cm, pod};
+use crate::fixtures::{PodFixture, ResultFixture};
 use crate::status::observe::{WriterPod, check_writer, pod_prefix, rival_job, stamp};
 
-fn job_pod(
-    uid: &str,
-    controller: (&str, &str),
-    index: Option<&str>,
-) -> k8s_openapi::api::core::v1::Pod {
-    let mut p = pod("t-abcde", 1, Some(0), None);
-    p.metadata.uid = Some(uid.into());
-    p.metadata.owner_references = Some(vec![OwnerReference {
-        api_version: "batch/v1".into(),
-        kind: controller.0.into(),
-        name: "t".into(),
-        uid: controller.1.into(),
-        controller: Some(true),
-        block_owner_deletion: Some(true),
-    }]);
-    p.metadata.annotations = index.map(|i| {
-        [(
-            crds::names::annotations::JOB_COMPLETION_INDEX.to_owned(),
-            i.to_owned(),
-        )]
-        .into()
-    });
-    p
+/// The pod the result's stamp names (`t-abcde`, UID `pod-uid`), exited,
+/// controlled by the Job with UID `job_uid`.
+fn writer(job_uid: &str) -> PodFixture {
+    PodFixture::new("t-abcde")
+        .exited(0)
+        .uid("pod-uid")
+        .of_job(job_uid)
 }
 
 #[test]
 fn the_jobs_own_pod_is_trusted() {
-    let c = cm("tu", "j1", 0, "x");
-    let p = job_pod("pod-uid", ("Job", "j1"), None);
+    let c = ResultFixture::new("x").build();
+    let p = writer("j1").build();
     assert_eq!(
         check_writer(&c, WriterPod::Found(&p), "t", "j1", None),
         Ok(())
@@ -42,8 +24,8 @@ fn the_jobs_own_pod_is_trusted() {
 
 #[test]
 fn a_pod_of_another_job_is_not() {
-    let c = cm("tu", "j1", 0, "x");
-    let p = job_pod("pod-uid", ("Job", "other-job"), None);
+    let c = ResultFixture::new("x").build();
+    let p = writer("other-job").build();
     let why = check_writer(&c, WriterPod::Found(&p), "t", "j1", None).unwrap_err();
     assert!(
         why.contains("other-job") && why.contains("t-abcde"),
@@ -53,20 +35,16 @@ fn a_pod_of_another_job_is_not() {
 
 #[test]
 fn a_pod_of_that_name_with_another_uid_is_not() {
-    let c = cm("tu", "j1", 0, "x");
-    let p = job_pod("another-uid", ("Job", "j1"), None);
+    let c = ResultFixture::new("x").build();
+    let p = writer("j1").uid("another-uid").build();
     let why = check_writer(&c, WriterPod::Found(&p), "t", "j1", None).unwrap_err();
     assert!(why.contains("another-uid"), "{why}");
 }
 
 #[test]
 fn a_shard_result_needs_a_pod_of_that_shard() {
-    let mut c = cm("tu", "j1", 0, "x");
-    c.metadata.annotations.as_mut().unwrap().insert(
-        crds::names::annotations::WRITER_POD.to_owned(),
-        "t-3-abcde".to_owned(),
-    );
-    let p = job_pod("pod-uid", ("Job", "j1"), Some("3"));
+    let c = ResultFixture::new("x").writer("t-3-abcde").build();
+    let p = writer("j1").shard(3).build();
     assert_eq!(
         check_writer(&c, WriterPod::Found(&p), "t", "j1", Some(3)),
         Ok(())
@@ -77,7 +55,7 @@ fn a_shard_result_needs_a_pod_of_that_shard() {
 
 #[test]
 fn a_gone_pod_is_trusted_only_when_no_other_job_shares_its_name() {
-    let c = cm("tu", "j1", 0, "x");
+    let c = ResultFixture::new("x").build();
     let gone = |rival| WriterPod::Gone { rival };
     assert_eq!(check_writer(&c, gone(false), "t", "j1", None), Ok(()));
     assert!(check_writer(&c, gone(true), "t", "j1", None).is_err());
@@ -87,8 +65,7 @@ fn a_gone_pod_is_trusted_only_when_no_other_job_shares_its_name() {
 
 #[test]
 fn an_unstamped_result_is_refused() {
-    let mut c = cm("tu", "j1", 0, "x");
-    c.metadata.annotations = None;
+    let c = ResultFixture::new("x").unstamped().build();
     assert_eq!(stamp(&c), None);
     let why = check_writer(&c, WriterPod::Gone { rival: false }, "t", "j1", None).unwrap_err();
     assert!(why.contains("stamp"), "{why}");

@@ -1,5 +1,6 @@
+use crds::Task;
 use crds::conditions::{reasons, types};
-use crds::result::{MAX_RESULT_BYTES, MAX_STATUS_RESULT_BYTES, keys};
+use crds::result::{MAX_RESULT_BYTES, MAX_STATUS_RESULT_BYTES};
 
 use crate::fixtures::*;
 use crate::status::*;
@@ -26,16 +27,9 @@ fn completion_moves_only_changed_condition_times() {
     for c in &mut prev.conditions {
         c.last_transition_time = at(150);
     }
-    let j = job(
-        "j1",
-        Some("tu"),
-        Some(("Complete", "CompletionsReached")),
-        1,
-        0,
-        0,
-    );
-    let r = cm("tu", "j1", 0, "42\n");
-    let s = desired(&task(Some(prev)), &obs(Some(&j), Some(&r), &[])).status;
+    let j = JobFixture::ours().complete().build();
+    let r = ResultFixture::new("42\n").build();
+    let s = desired(&Task::test().status(prev), &obs(Some(&j), Some(&r), &[])).status;
     assert_eq!(s.result.as_deref(), Some("42\n"));
     assert_eq!(s.completed_at, Some(at(200)));
     assert_eq!(
@@ -51,8 +45,8 @@ fn completion_moves_only_changed_condition_times() {
     prev.conditions
         .iter_mut()
         .for_each(|c| c.last_transition_time = at(150));
-    let j = job("j1", Some("tu"), None, 0, 0, 1);
-    let s = desired(&task(Some(prev)), &obs(Some(&j), None, &[])).status;
+    let j = JobFixture::ours().build();
+    let s = desired(&Task::test().status(prev), &obs(Some(&j), None, &[])).status;
     assert!(
         s.conditions
             .iter()
@@ -76,44 +70,29 @@ fn timestamps_only_change_is_skipped() {
 
 #[test]
 fn results_are_bounded() {
-    let j = job(
-        "j1",
-        Some("tu"),
-        Some(("Complete", "CompletionsReached")),
-        1,
-        0,
-        0,
-    );
+    let j = JobFixture::ours().complete().build();
     let big = "x".repeat(MAX_STATUS_RESULT_BYTES + 10);
-    let r = cm("tu", "j1", 0, &big);
-    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&r), &[])).status;
+    let r = ResultFixture::new(&big).build();
+    let s = desired(&Task::test().running(), &obs(Some(&j), Some(&r), &[])).status;
     assert_eq!(
         s.result.as_ref().map(String::len),
         Some(MAX_STATUS_RESULT_BYTES)
     );
     assert_eq!(s.result_truncated, Some(true));
-    let mut huge = cm("tu", "j1", 0, "");
-    if let Some(d) = huge.data.as_mut() {
-        d.insert(keys::RESULT_SIZE.into(), (MAX_RESULT_BYTES + 1).to_string());
-        // As the worker writes it: a result over the limit is not stored.
-        d.insert(keys::RESULT_ENCODING.into(), "omitted".into());
-    }
-    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&huge), &[])).status;
+    // As the worker writes it: a result over the limit is not stored.
+    let huge = ResultFixture::omitted(MAX_RESULT_BYTES + 1).build();
+    let s = desired(&Task::test().running(), &obs(Some(&j), Some(&huge), &[])).status;
     assert_eq!(s.reason.as_deref(), Some(reasons::RESULT_TOO_LARGE));
 }
 
 #[test]
 fn backoff_message_names_the_exit_code() {
-    let j = job(
-        "j1",
-        Some("tu"),
-        Some(("Failed", "BackoffLimitExceeded")),
-        0,
-        2,
-        0,
-    );
-    let r = cm("tu", "j1", 3, "");
-    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&r), &[])).status;
+    let j = JobFixture::ours()
+        .failed("BackoffLimitExceeded")
+        .failed_pods(2)
+        .build();
+    let r = ResultFixture::new("").exit(3).build();
+    let s = desired(&Task::test().running(), &obs(Some(&j), Some(&r), &[])).status;
     let m = s.message.unwrap_or_default();
     assert!(m.contains("exit code 3") && m.contains("2 attempts"), "{m}");
     assert_eq!(s.attempts, Some(2));
@@ -121,7 +100,7 @@ fn backoff_message_names_the_exit_code() {
 
 #[test]
 fn invalid_spec_fails_once() {
-    let d = invalid(&task(None), "spec.command is empty".into(), at(5));
+    let d = invalid(&Task::test(), "spec.command is empty".into(), at(5));
     assert_eq!(d.status.reason.as_deref(), Some(reasons::INVALID_SPEC));
     assert_eq!(d.next, Next::Done);
     assert_eq!(
@@ -141,9 +120,9 @@ fn refused_job_fails_with_the_server_message_once() {
         limit: 1,
     };
     // Fresh, or queued before a slot freed: either way Failed, InvalidSpec.
-    let queued = queued(&task(None), &wait, at(3)).status;
+    let queued = queued(&Task::test(), &wait, at(3)).status;
     for prev in [None, Some(queued)] {
-        let t = task(prev.clone());
+        let t = Task::test().status(prev.clone());
         let d = refused(&t, server, at(5));
         let s = &d.status;
         assert_eq!(s.phase, Some(crds::Phase::Failed));
@@ -168,54 +147,41 @@ fn refused_job_fails_with_the_server_message_once() {
         assert!(crate::status::events::transitions(Some(s), s).is_empty());
         assert!(!needs_patch(
             Some(s),
-            &refused(&task(Some(s.clone())), server, at(9)).status
+            &refused(&Task::test().status(s.clone()), server, at(9)).status
         ));
     }
 }
 
 #[test]
 fn result_is_read_only_when_needed() {
-    let run = job("j1", Some("tu"), None, 0, 0, 1);
-    let done = job("j1", Some("tu"), Some(("Complete", "x")), 1, 0, 0);
-    assert!(wants_result(&task(Some(running())), Some(&run)));
-    assert!(wants_result(&task(Some(running())), Some(&done)));
-    assert!(wants_result(&task(Some(running())), None));
-    assert!(!wants_result(&task(None), None));
-    assert!(!wants_final_result(&task(Some(running())), Some(&run)));
-    assert!(wants_final_result(&task(Some(running())), Some(&done)));
-}
-
-fn cancelled_task(prev: Option<TaskStatus>) -> crds::Task {
-    let mut t = task(prev);
-    t.spec.cancel = true;
-    t
-}
-
-fn suspended(mut j: k8s_openapi::api::batch::v1::Job) -> k8s_openapi::api::batch::v1::Job {
-    j.spec = Some(k8s_openapi::api::batch::v1::JobSpec {
-        suspend: Some(true),
-        ..Default::default()
-    });
-    j
+    let run = JobFixture::ours().build();
+    let done = JobFixture::ours().complete().build();
+    let t = Task::test().running();
+    assert!(wants_result(&t, Some(&run)));
+    assert!(wants_result(&t, Some(&done)));
+    assert!(wants_result(&t, None));
+    assert!(!wants_result(&Task::test(), None));
+    assert!(!wants_final_result(&t, Some(&run)));
+    assert!(wants_final_result(&t, Some(&done)));
 }
 
 #[test]
 fn cancel_suspends_then_fails_cancelled_with_the_partial_result() {
-    let running_job = job("j1", Some("tu"), None, 0, 0, 1);
-    let t = cancelled_task(Some(running()));
+    let running_job = JobFixture::ours().build();
+    let t = Task::test().cancelled().running();
     // 1. The Job still runs: stop it, stay Running.
     let d = desired(&t, &obs(Some(&running_job), None, &[]));
     assert_eq!(d.status.phase, Some(Phase::Running));
     assert!(wants_stop(&t, Some(&running_job), &d.status));
     assert!(wants_result(&t, Some(&running_job)));
     // 2. Suspended, its pod still terminating: still Running, no second stop.
-    let sj = suspended(running_job.clone());
-    let live = [pod("p1", 1, None, None)];
+    let sj = JobFixture::ours().suspended().build();
+    let live = [PodFixture::new("p1").build()];
     let d = desired(&t, &obs(Some(&sj), None, &live));
     assert_eq!(d.status.phase, Some(Phase::Running));
     assert!(!wants_stop(&t, Some(&sj), &d.status));
     // 3. Pod gone, the worker wrote what the program had: Failed Cancelled.
-    let r = cm("tu", "j1", 143, "partial");
+    let r = ResultFixture::new("partial").exit(143).build();
     let d = desired(&t, &obs(Some(&sj), Some(&r), &[]));
     let s = &d.status;
     assert_eq!(
@@ -238,23 +204,16 @@ fn cancel_suspends_then_fails_cancelled_with_the_partial_result() {
 
 #[test]
 fn cancel_before_the_job_exists_runs_nothing() {
-    let d = desired(&cancelled_task(None), &obs(None, None, &[]));
+    let d = desired(&Task::test().cancelled(), &obs(None, None, &[]));
     assert_eq!(d.status.reason.as_deref(), Some(reasons::CANCELLED));
     assert_eq!(d.status.job_uid, None);
 }
 
 #[test]
 fn cancel_after_the_job_finished_keeps_the_real_outcome() {
-    let j = job(
-        "j1",
-        Some("tu"),
-        Some(("Complete", "CompletionsReached")),
-        1,
-        0,
-        0,
-    );
-    let t = cancelled_task(Some(running()));
-    let r = cm("tu", "j1", 0, "42");
+    let j = JobFixture::ours().complete().build();
+    let t = Task::test().cancelled().running();
+    let r = ResultFixture::new("42").build();
     let d = desired(&t, &obs(Some(&j), Some(&r), &[]));
     assert_eq!(d.status.phase, Some(Phase::Completed));
     assert!(!wants_stop(&t, Some(&j), &d.status));
@@ -262,11 +221,9 @@ fn cancel_after_the_job_finished_keeps_the_real_outcome() {
 
 #[test]
 fn start_timeout_wakes_at_the_deadline_then_fails_with_the_waiting_reason() {
-    let mut j = job("j1", Some("tu"), None, 0, 0, 1);
-    j.metadata.creation_timestamp = Some(at(100));
-    let pods = [pod("p1", 1, None, Some("ErrImagePull"))];
-    let mut t = task(Some(running()));
-    t.spec.start_timeout_seconds = Some(1000);
+    let j = JobFixture::ours().created_at(100).build();
+    let pods = [PodFixture::new("p1").waiting("ErrImagePull").build()];
+    let t = Task::test().start_timeout(1000).running();
     // now = 500: 600 s left.
     let d = desired(&t, &obs(Some(&j), None, &pods));
     assert_eq!(d.status.phase, Some(Phase::Running));
@@ -277,7 +234,7 @@ fn start_timeout_wakes_at_the_deadline_then_fails_with_the_waiting_reason() {
         ("True", reasons::IMAGE_PULL_FAILED)
     );
     assert_eq!(w.message, "ErrImagePull happened");
-    t.spec.start_timeout_seconds = Some(400);
+    let t = t.start_timeout(400);
     let d = desired(&t, &obs(Some(&j), None, &pods));
     let s = &d.status;
     assert_eq!(
@@ -292,7 +249,7 @@ fn start_timeout_wakes_at_the_deadline_then_fails_with_the_waiting_reason() {
     );
     assert!(wants_stop(&t, Some(&j), s));
     // A pod that started is not held to the start timeout.
-    let started = [pod("p1", 1, None, None)];
+    let started = [PodFixture::new("p1").build()];
     let d = desired(&t, &obs(Some(&j), None, &started));
     assert_eq!(
         (d.status.phase, d.next),
@@ -302,20 +259,11 @@ fn start_timeout_wakes_at_the_deadline_then_fails_with_the_waiting_reason() {
 
 #[test]
 fn completion_records_digest_and_log_tail() {
-    let j = job(
-        "j1",
-        Some("tu"),
-        Some(("Complete", "CompletionsReached")),
-        1,
-        0,
-        0,
-    );
-    let mut r = cm("tu", "j1", 0, "42");
-    r.data
-        .as_mut()
-        .unwrap()
-        .insert(keys::LOG_TAIL.into(), "line 1\nline 2\n".into());
-    let s = desired(&task(Some(running())), &obs(Some(&j), Some(&r), &[])).status;
+    let j = JobFixture::ours().complete().build();
+    let r = ResultFixture::new("42")
+        .log_tail("line 1\nline 2\n")
+        .build();
+    let s = desired(&Task::test().running(), &obs(Some(&j), Some(&r), &[])).status;
     assert_eq!(s.log_tail.as_deref(), Some("line 1\nline 2\n"));
     assert_eq!(
         s.result_digest.as_deref(),

@@ -3,4 +3,5 @@ mod progress;
 mod properties;
 mod shards;
 mod size;
+mod suspended;
 mod table;

@@ -1,5 +1,5 @@
-use crds::Phase;
 use crds::conditions::reasons;
+use crds::{Phase, Task};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::fixtures::*;
@@ -17,16 +17,9 @@ type Case<'a> = (
 
 #[test]
 fn progress_is_copied_while_running_and_never_taken_as_a_result() {
-    let run = job("j1", Some("tu"), None, 0, 0, 1);
-    let done = job(
-        "j1",
-        Some("tu"),
-        Some(("Complete", "CompletionsReached")),
-        1,
-        0,
-        0,
-    );
-    let pcm = progress_cm("tu", "j1", (10, 100), (50, 140));
+    let run = JobFixture::ours().build();
+    let done = JobFixture::ours().complete().build();
+    let pcm = ResultFixture::progress_only((10, 100), (50, 140)).build();
     let cases: Vec<Case> = vec![
         (
             "running, progress",
@@ -39,7 +32,9 @@ fn progress_is_copied_while_running_and_never_taken_as_a_result() {
         (
             "foreign job's progress ignored",
             &run,
-            progress_cm("tu", "other", (10, 100), (50, 140)),
+            ResultFixture::progress_only((10, 100), (50, 140))
+                .of_job("other")
+                .build(),
             Some(Phase::Running),
             None,
             None,
@@ -55,14 +50,14 @@ fn progress_is_copied_while_running_and_never_taken_as_a_result() {
         (
             "completed: 100%",
             &done,
-            cm("tu", "j1", 0, "ok"),
+            ResultFixture::new("ok").build(),
             Some(Phase::Completed),
             Some(reasons::SUCCEEDED),
             None,
         ),
     ];
     for (name, job, cm, phase, reason, percent) in cases {
-        let d = desired(&task(Some(running())), &obs(Some(job), Some(&cm), &[]));
+        let d = desired(&Task::test().running(), &obs(Some(job), Some(&cm), &[]));
         let s = &d.status;
         assert_eq!(s.phase, phase, "{name}: phase");
         assert_eq!(
@@ -72,33 +67,33 @@ fn progress_is_copied_while_running_and_never_taken_as_a_result() {
             s.message
         );
         assert_eq!(s.progress.as_ref().map(|p| p.percent), percent, "{name}");
-        let again = desired(&task(Some(s.clone())), &obs(Some(job), Some(&cm), &[]));
+        let again = desired(
+            &Task::test().status(s.clone()),
+            &obs(Some(job), Some(&cm), &[]),
+        );
         assert!(!needs_patch(Some(s), &again.status), "{name}: second patch");
     }
 }
 
 #[test]
 fn progress_has_eta_and_completion_shows_full() {
-    let run = job("j1", Some("tu"), None, 0, 0, 1);
-    let pcm = progress_cm("tu", "j1", (10, 100), (50, 140));
-    let d = desired(&task(Some(running())), &obs(Some(&run), Some(&pcm), &[]));
+    let run = JobFixture::ours().build();
+    let pcm = ResultFixture::progress_only((10, 100), (50, 140)).build();
+    let d = desired(&Task::test().running(), &obs(Some(&run), Some(&pcm), &[]));
     let p = d.status.progress.clone().unwrap();
     assert_eq!(p.display, "50%");
     assert_eq!(p.message.as_deref(), Some("step at 50"));
     assert_eq!(p.updated_at, Some(at(140)));
     assert_eq!(p.eta, Some(at(190)));
     // The final write keeps the progress keys next to the result.
-    let mut fin = cm("tu", "j1", 0, "ok");
-    fin.data.as_mut().unwrap().extend(pcm.data.clone().unwrap());
-    let done = job(
-        "j1",
-        Some("tu"),
-        Some(("Complete", "CompletionsReached")),
-        1,
-        0,
-        0,
+    let fin = ResultFixture::new("ok")
+        .progress((10, 100), (50, 140))
+        .build();
+    let done = JobFixture::ours().complete().build();
+    let d = desired(
+        &Task::test().status(d.status),
+        &obs(Some(&done), Some(&fin), &[]),
     );
-    let d = desired(&task(Some(d.status)), &obs(Some(&done), Some(&fin), &[]));
     let p = d.status.progress.unwrap();
     assert_eq!((p.percent, p.display.as_str(), p.eta), (100, "100%", None));
 }

@@ -1,40 +1,13 @@
 use crds::conditions::reasons;
-use crds::result::{MAX_STATUS_RESULT_BYTES, shard_config_map_name};
+use crds::result::MAX_STATUS_RESULT_BYTES;
 use crds::{Phase, ShardCounts, Task};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::ConfigMap;
-use std::collections::BTreeMap;
 
-use crds::names::labels;
-use k8s_openapi::api::batch::v1::JobStatus;
-
-use crate::fixtures::{cm, job, obs, task};
+use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
 use crate::status::desired;
 use crate::status::shards::*;
 
 fn sharded(n: i32) -> Task {
-    let mut t = task(None);
-    t.spec.shards = n;
-    t.spec.parallelism = Some(2);
-    t
-}
-
-fn shard_cm(i: u32, job_uid: &str, exit: i32, result: &str) -> ConfigMap {
-    let mut c = cm("tu", job_uid, exit, result);
-    c.metadata.name = Some(shard_config_map_name("t", i));
-    c.metadata
-        .labels
-        .get_or_insert_with(BTreeMap::new)
-        .insert(labels::SHARD.to_owned(), i.to_string());
-    c
-}
-
-fn indexed(cond: Option<(&str, &str)>, completed: &str, failed: Option<&str>, active: i32) -> Job {
-    let mut j = job("j1", Some("tu"), cond, 0, 0, active);
-    let st = j.status.get_or_insert_with(JobStatus::default);
-    st.completed_indexes = Some(completed.to_owned());
-    st.failed_indexes = failed.map(str::to_owned);
-    j
+    Task::test().sharded(n).parallelism(2)
 }
 
 #[test]
@@ -52,7 +25,10 @@ fn index_lists_count() {
 
 #[test]
 fn running_shows_counts() {
-    let j = indexed(None, "0-2", None, 2);
+    let j = JobFixture::ours()
+        .completed_indexes("0-2")
+        .active(2)
+        .build();
     let s = desired(&sharded(12), &obs(Some(&j), None, &[])).status;
     assert_eq!(s.phase, Some(Phase::Running));
     assert_eq!(
@@ -68,12 +44,16 @@ fn running_shows_counts() {
 
 #[test]
 fn complete_collects_results_in_order() {
-    let j = indexed(Some(("Complete", "CompletionsReached")), "0-2", None, 0);
+    let j = JobFixture::ours()
+        .complete()
+        .completed_indexes("0-2")
+        .build();
     let cms = [
-        shard_cm(2, "j1", 0, "c"),
-        shard_cm(0, "j1", 0, "a"),
-        shard_cm(1, "j1", 0, "b"),
-    ];
+        ResultFixture::new("c").shard(2),
+        ResultFixture::new("a").shard(0),
+        ResultFixture::new("b").shard(1),
+    ]
+    .map(ResultFixture::build);
     let mut o = obs(Some(&j), None, &[]);
     o.shard_results = &cms;
     let s = desired(&sharded(3), &o).status;
@@ -91,11 +71,15 @@ fn complete_collects_results_in_order() {
 
 #[test]
 fn foreign_or_missing_shard_result_fails_the_task() {
-    let j = indexed(Some(("Complete", "CompletionsReached")), "0-1", None, 0);
+    let j = JobFixture::ours()
+        .complete()
+        .completed_indexes("0-1")
+        .build();
     let cms = [
-        shard_cm(0, "j1", 0, "a"),
-        shard_cm(1, "old-job", 0, "stale"),
-    ];
+        ResultFixture::new("a").shard(0),
+        ResultFixture::new("stale").shard(1).of_job("old-job"),
+    ]
+    .map(ResultFixture::build);
     let mut o = obs(Some(&j), None, &[]);
     o.shard_results = &cms;
     let s = desired(&sharded(2), &o).status;
@@ -113,10 +97,11 @@ fn foreign_or_missing_shard_result_fails_the_task() {
 fn results_are_bounded_together() {
     let big = "x".repeat(MAX_STATUS_RESULT_BYTES - 10);
     let cms = [
-        shard_cm(0, "j1", 0, &big),
-        shard_cm(1, "j1", 0, "0123456789abcdef"),
-        shard_cm(2, "j1", 0, "z"),
-    ];
+        ResultFixture::new(&big).shard(0),
+        ResultFixture::new("0123456789abcdef").shard(1),
+        ResultFixture::new("z").shard(2),
+    ]
+    .map(ResultFixture::build);
     let c = collect(&cms, "t", "tu", "j1", 3);
     let total: usize = c.results.iter().map(|r| r.result.len()).sum();
     assert_eq!(total, MAX_STATUS_RESULT_BYTES);
@@ -130,12 +115,17 @@ fn results_are_bounded_together() {
 
 #[test]
 fn failed_indexes_name_the_failed_shards() {
-    let j = indexed(Some(("Failed", "FailedIndexes")), "0,2", Some("1"), 0);
+    let j = JobFixture::ours()
+        .failed("FailedIndexes")
+        .completed_indexes("0,2")
+        .failed_indexes("1")
+        .build();
     let cms = [
-        shard_cm(0, "j1", 0, "a"),
-        shard_cm(1, "j1", 3, "boom"),
-        shard_cm(2, "j1", 0, "c"),
-    ];
+        ResultFixture::new("a").shard(0),
+        ResultFixture::new("boom").shard(1).exit(3),
+        ResultFixture::new("c").shard(2),
+    ]
+    .map(ResultFixture::build);
     let mut o = obs(Some(&j), None, &[]);
     o.shard_results = &cms;
     let s = desired(&sharded(3), &o).status;

@@ -4,6 +4,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
+use crds::Task;
 use crds::conditions::reasons;
 use crds::result::{
     MAX_PLAIN_RESULT_BYTES, MAX_RESULT_BYTES, MAX_STATUS_RESULT_BYTES, encodings, gzip, keys,
@@ -13,19 +14,9 @@ use k8s_openapi::ByteString;
 use crate::fixtures::*;
 use crate::status::*;
 
-fn done() -> Job {
-    job(
-        "j1",
-        Some("tu"),
-        Some(("Complete", "CompletionsReached")),
-        1,
-        0,
-        0,
-    )
-}
-
 fn status_of(r: &ConfigMap) -> TaskStatus {
-    desired(&task(Some(running())), &obs(Some(&done()), Some(r), &[])).status
+    let done = JobFixture::ours().complete().build();
+    desired(&Task::test().running(), &obs(Some(&done), Some(r), &[])).status
 }
 
 /// Compressible, not constant: decimal counting.
@@ -42,7 +33,7 @@ fn counting(len: usize) -> Vec<u8> {
 fn gzip_results_are_kept_whole_with_the_digest_of_the_raw_bytes() {
     for len in [MAX_PLAIN_RESULT_BYTES + 1, 1_000_000, MAX_RESULT_BYTES] {
         let raw = counting(len);
-        let r = cm_bytes("tu", "j1", 0, &raw);
+        let r = ResultFixture::new(&raw).build();
         assert_eq!(
             r.data.as_ref().map(|d| d[keys::RESULT_ENCODING].as_str()),
             Some(encodings::GZIP)
@@ -62,7 +53,7 @@ fn gzip_results_are_kept_whole_with_the_digest_of_the_raw_bytes() {
 #[test]
 fn at_the_status_cap_nothing_is_cut() {
     let raw = counting(MAX_STATUS_RESULT_BYTES);
-    let s = status_of(&cm_bytes("tu", "j1", 0, &raw));
+    let s = status_of(&ResultFixture::new(&raw).build());
     assert_eq!(
         s.result.as_ref().map(String::len),
         Some(MAX_STATUS_RESULT_BYTES)
@@ -72,7 +63,7 @@ fn at_the_status_cap_nothing_is_cut() {
 
 #[test]
 fn one_byte_over_the_limit_is_too_large_naming_size_and_limit() {
-    let s = status_of(&cm_bytes("tu", "j1", 0, &counting(MAX_RESULT_BYTES + 1)));
+    let s = status_of(&ResultFixture::new(counting(MAX_RESULT_BYTES + 1)).build());
     assert_eq!(s.reason.as_deref(), Some(reasons::RESULT_TOO_LARGE));
     let m = s.message.unwrap_or_default();
     assert!(m.contains("1048577") && m.contains("1048576"), "{m}");
@@ -82,7 +73,7 @@ fn one_byte_over_the_limit_is_too_large_naming_size_and_limit() {
 #[test]
 fn binary_results_show_lossily_and_say_so() {
     let raw = [b'o', b'k', 0xFF, b'\n'];
-    let s = status_of(&cm_bytes("tu", "j1", 0, &raw));
+    let s = status_of(&ResultFixture::new(raw).build());
     assert_eq!(s.reason.as_deref(), Some(reasons::SUCCEEDED));
     assert_eq!(s.result.as_deref(), Some("ok\u{FFFD}\n"));
     assert_eq!(s.result_digest, Some(digest(&raw)));
@@ -92,7 +83,7 @@ fn binary_results_show_lossily_and_say_so() {
 
 #[test]
 fn a_gzip_bomb_is_refused_not_inflated() {
-    let mut r = cm("tu", "j1", 0, "");
+    let mut r = ResultFixture::new("").build();
     if let Some(d) = r.data.as_mut() {
         d.insert(keys::RESULT_ENCODING.into(), encodings::GZIP.into());
         d.remove(keys::RESULT_SIZE);
@@ -107,12 +98,7 @@ fn a_gzip_bomb_is_refused_not_inflated() {
 
 #[test]
 fn an_omitted_result_is_too_large() {
-    let mut r = cm("tu", "j1", 0, "");
-    if let Some(d) = r.data.as_mut() {
-        d.insert(keys::RESULT_ENCODING.into(), encodings::OMITTED.into());
-        d.insert(keys::RESULT_SIZE.into(), MAX_RESULT_BYTES.to_string());
-    }
-    let s = status_of(&r);
+    let s = status_of(&ResultFixture::omitted(MAX_RESULT_BYTES).build());
     assert_eq!(s.reason.as_deref(), Some(reasons::RESULT_TOO_LARGE));
     let m = s.message.unwrap_or_default();
     assert!(m.contains("1048576 bytes") && m.contains("compress"), "{m}");

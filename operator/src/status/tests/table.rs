@@ -1,7 +1,6 @@
 use crds::conditions::{reasons, types};
-use crds::{Phase, TaskStatus};
-use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use crds::{Phase, Task, TaskStatus};
+use k8s_openapi::api::core::v1::Pod;
 
 use crate::fixtures::*;
 use crate::status::*;
@@ -9,9 +8,9 @@ use crate::status::*;
 struct Case {
     name: &'static str,
     prev: Option<TaskStatus>,
-    job: Option<Job>,
-    cm: Option<ConfigMap>,
-    pods: Vec<Pod>,
+    job: Option<JobFixture>,
+    cm: Option<ResultFixture>,
+    pods: Vec<PodFixture>,
     phase: Option<Phase>,
     reason: Option<&'static str>,
     exit_code: Option<i32>,
@@ -20,12 +19,11 @@ struct Case {
 
 #[test]
 fn table() {
-    let ours = |c, s, f, a| Some(job("j1", Some("tu"), c, s, f, a));
     let cases = vec![
         Case {
             name: "new job runs",
             prev: None,
-            job: ours(None, 0, 0, 1),
+            job: Some(JobFixture::ours()),
             cm: None,
             pods: vec![],
             phase: Some(Phase::Running),
@@ -36,8 +34,8 @@ fn table() {
         Case {
             name: "complete with result",
             prev: Some(running()),
-            job: ours(Some(("Complete", "CompletionsReached")), 1, 0, 0),
-            cm: Some(cm("tu", "j1", 0, "42\n")),
+            job: Some(JobFixture::ours().complete()),
+            cm: Some(ResultFixture::new("42\n")),
             pods: vec![],
             phase: Some(Phase::Completed),
             reason: Some(reasons::SUCCEEDED),
@@ -47,7 +45,7 @@ fn table() {
         Case {
             name: "complete without result",
             prev: Some(running()),
-            job: ours(Some(("Complete", "CompletionsReached")), 1, 0, 0),
+            job: Some(JobFixture::ours().complete()),
             cm: None,
             pods: vec![],
             phase: Some(Phase::Failed),
@@ -58,8 +56,8 @@ fn table() {
         Case {
             name: "result of a foreign job ignored",
             prev: Some(running()),
-            job: ours(Some(("Complete", "CompletionsReached")), 1, 0, 0),
-            cm: Some(cm("tu", "other-job", 0, "forged")),
+            job: Some(JobFixture::ours().complete()),
+            cm: Some(ResultFixture::new("forged").of_job("other-job")),
             pods: vec![],
             phase: Some(Phase::Failed),
             reason: Some(reasons::RESULT_MISSING),
@@ -69,8 +67,8 @@ fn table() {
         Case {
             name: "result of a foreign task ignored",
             prev: Some(running()),
-            job: ours(Some(("Complete", "CompletionsReached")), 1, 0, 0),
-            cm: Some(cm("other-task", "j1", 0, "forged")),
+            job: Some(JobFixture::ours().complete()),
+            cm: Some(ResultFixture::new("forged").of_task("other-task")),
             pods: vec![],
             phase: Some(Phase::Failed),
             reason: Some(reasons::RESULT_MISSING),
@@ -80,7 +78,7 @@ fn table() {
         Case {
             name: "deadline exceeded",
             prev: Some(running()),
-            job: ours(Some(("Failed", "DeadlineExceeded")), 0, 1, 0),
+            job: Some(JobFixture::ours().failed("DeadlineExceeded")),
             cm: None,
             pods: vec![],
             phase: Some(Phase::Failed),
@@ -91,8 +89,12 @@ fn table() {
         Case {
             name: "backoff limit with result exit code",
             prev: Some(running()),
-            job: ours(Some(("Failed", "BackoffLimitExceeded")), 0, 2, 0),
-            cm: Some(cm("tu", "j1", 3, "")),
+            job: Some(
+                JobFixture::ours()
+                    .failed("BackoffLimitExceeded")
+                    .failed_pods(2),
+            ),
+            cm: Some(ResultFixture::new("").exit(3)),
             pods: vec![],
             phase: Some(Phase::Failed),
             reason: Some(reasons::BACKOFF_LIMIT_EXCEEDED),
@@ -102,9 +104,16 @@ fn table() {
         Case {
             name: "backoff limit, exit code from last pod",
             prev: Some(running()),
-            job: ours(Some(("Failed", "BackoffLimitExceeded")), 0, 2, 0),
+            job: Some(
+                JobFixture::ours()
+                    .failed("BackoffLimitExceeded")
+                    .failed_pods(2),
+            ),
             cm: None,
-            pods: vec![pod("p1", 1, Some(4), None), pod("p2", 2, Some(5), None)],
+            pods: vec![
+                PodFixture::new("p1").exited(4),
+                PodFixture::new("p2").created_at(2).exited(5),
+            ],
             phase: Some(Phase::Failed),
             reason: Some(reasons::BACKOFF_LIMIT_EXCEEDED),
             exit_code: Some(5),
@@ -113,7 +122,7 @@ fn table() {
         Case {
             name: "other job failure",
             prev: Some(running()),
-            job: ours(Some(("Failed", "PodFailurePolicy")), 0, 1, 0),
+            job: Some(JobFixture::ours().failed("PodFailurePolicy")),
             cm: None,
             pods: vec![],
             phase: Some(Phase::Failed),
@@ -124,7 +133,7 @@ fn table() {
         Case {
             name: "job of another task: wait",
             prev: None,
-            job: Some(job("j9", Some("other-task"), None, 0, 0, 1)),
+            job: Some(JobFixture::other("other-task").uid("j9")),
             cm: None,
             pods: vec![],
             phase: None,
@@ -135,7 +144,7 @@ fn table() {
         Case {
             name: "job without controller: wait",
             prev: None,
-            job: Some(job("j9", None, None, 0, 0, 1)),
+            job: Some(JobFixture::unowned().uid("j9")),
             cm: None,
             pods: vec![],
             phase: None,
@@ -146,7 +155,7 @@ fn table() {
         Case {
             name: "job replaced: never adopted",
             prev: Some(running()),
-            job: Some(job("j2", Some("tu"), None, 0, 0, 1)),
+            job: Some(JobFixture::ours().uid("j2")),
             cm: None,
             pods: vec![],
             phase: Some(Phase::Failed),
@@ -158,7 +167,7 @@ fn table() {
             name: "job gone after writing a result",
             prev: Some(running()),
             job: None,
-            cm: Some(cm("tu", "j1", 0, "ok")),
+            cm: Some(ResultFixture::new("ok")),
             pods: vec![],
             phase: Some(Phase::Completed),
             reason: Some(reasons::SUCCEEDED),
@@ -169,7 +178,7 @@ fn table() {
             name: "job gone, failed result",
             prev: Some(running()),
             job: None,
-            cm: Some(cm("tu", "j1", 7, "")),
+            cm: Some(ResultFixture::new("").exit(7)),
             pods: vec![],
             phase: Some(Phase::Failed),
             // The Job's verdict is gone; its last pod failed and no
@@ -192,9 +201,9 @@ fn table() {
         Case {
             name: "image pull failure is visible",
             prev: Some(running()),
-            job: ours(None, 0, 0, 1),
+            job: Some(JobFixture::ours()),
             cm: None,
-            pods: vec![pod("p1", 1, None, Some("ImagePullBackOff"))],
+            pods: vec![PodFixture::new("p1").waiting("ImagePullBackOff")],
             phase: Some(Phase::Running),
             reason: Some(reasons::IMAGE_PULL_FAILED),
             exit_code: None,
@@ -203,9 +212,9 @@ fn table() {
         Case {
             name: "config error is visible",
             prev: Some(running()),
-            job: ours(None, 0, 0, 1),
+            job: Some(JobFixture::ours()),
             cm: None,
-            pods: vec![pod("p1", 1, None, Some("CreateContainerConfigError"))],
+            pods: vec![PodFixture::new("p1").waiting("CreateContainerConfigError")],
             phase: Some(Phase::Running),
             reason: Some(reasons::CREATE_CONTAINER_CONFIG_ERROR),
             exit_code: None,
@@ -214,9 +223,12 @@ fn table() {
         Case {
             name: "retrying keeps the last exit code",
             prev: Some(running()),
-            job: ours(None, 0, 1, 1),
+            job: Some(JobFixture::ours().failed_pods(1)),
             cm: None,
-            pods: vec![pod("p1", 1, Some(3), None), pod("p2", 2, None, None)],
+            pods: vec![
+                PodFixture::new("p1").exited(3),
+                PodFixture::new("p2").created_at(2),
+            ],
             phase: Some(Phase::Running),
             reason: None,
             exit_code: Some(3),
@@ -224,8 +236,11 @@ fn table() {
         },
     ];
     for c in cases {
-        let t = task(c.prev.clone());
-        let d = desired(&t, &obs(c.job.as_ref(), c.cm.as_ref(), &c.pods));
+        let job = c.job.map(JobFixture::build);
+        let cm = c.cm.map(ResultFixture::build);
+        let pods: Vec<Pod> = c.pods.into_iter().map(PodFixture::build).collect();
+        let t = Task::test().status(c.prev.clone());
+        let d = desired(&t, &obs(job.as_ref(), cm.as_ref(), &pods));
         let s = &d.status;
         assert_eq!(s.phase, c.phase, "{}: phase", c.name);
         assert_eq!(
@@ -248,8 +263,8 @@ fn table() {
         );
         // Idempotence: computing again from the written status changes nothing.
         let again = desired(
-            &task(Some(s.clone())),
-            &obs(c.job.as_ref(), c.cm.as_ref(), &c.pods),
+            &Task::test().status(s.clone()),
+            &obs(job.as_ref(), cm.as_ref(), &pods),
         );
         assert_eq!(&again.status, s, "{}: second pass", c.name);
         assert!(
