@@ -4,7 +4,7 @@
 use crds::conditions::{ConditionType, Reason};
 use crds::result::TaskResult;
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskStatus};
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
@@ -183,12 +183,46 @@ fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (Reason, Stri
     )
 }
 
+/// What the Task's own (single) Job, its pods and its result say.
 pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
     let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    let job_uid = job.metadata.uid.as_deref().unwrap_or_default();
+    let base = record(task_uid, prev, job, obs);
+    let accepted = obs.accept_result(task_uid, job_uid);
+    let Some(finish) = observe::finish(job) else {
+        if task.spec.cancel {
+            return cancelling(prev, job, obs, accepted, base);
+        }
+        return unfinished(task, prev, job, obs, base);
+    };
+    let (cond, failed) = match finish {
+        Finish::Complete(c) => (c, false),
+        Finish::Failed(c) => (c, true),
+    };
+    let completion = job.status.as_ref().and_then(|s| s.completion_time.clone());
+    let completed_at = prev
+        .completed_at
+        .clone()
+        .or(completion.filter(|_| !failed))
+        .or(cond.last_transition_time.clone())
+        .or_else(|| Some(obs.now.clone()));
+    let base = Facts {
+        completed_at,
+        ..base
+    };
+    if failed {
+        job_failed(task, cond, accepted, obs, base)
+    } else {
+        succeeded(accepted, base)
+    }
+}
+
+/// What the status records of the Job however it stands: its UID, the
+/// newest pod, the start, attempts so far, the last exit code, progress.
+fn record(task_uid: &str, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
     let job_uid = job.metadata.uid.clone().unwrap_or_default();
     let st = job.status.clone().unwrap_or_default();
-    let finish = observe::finish(job);
-    let active = if finish.is_some() {
+    let active = if observe::finish(job).is_some() {
         0
     } else {
         st.active.unwrap_or(0)
@@ -198,10 +232,8 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     // create saves a status patch when the Job controller reports it.
     let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
     let first = i32::from(!suspended);
-    let attempts = counted.max(first).max(prev.attempts.unwrap_or(0));
     let newest = observe::newest(obs.pods);
-    let base = Facts {
-        job_uid: Some(job_uid.clone()),
+    Facts {
         pod_name: newest
             .and_then(|p| p.metadata.name.clone())
             .or_else(|| prev.pod_name.clone()),
@@ -210,99 +242,91 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
             .clone()
             .or(st.start_time.clone())
             .or_else(|| Some(obs.now.clone())),
-        attempts: Some(attempts),
+        attempts: Some(counted.max(first).max(prev.attempts.unwrap_or(0))),
         exit_code: observe::last_exit_code(obs.pods).or(prev.exit_code),
         progress: progress::from_config_map(obs.result, task_uid, &job_uid)
             .or_else(|| prev.progress.clone()),
+        job_uid: Some(job_uid),
         ..Facts::default()
-    };
-    let accepted = obs.accept_result(task_uid, &job_uid);
-    let Some(finish) = finish else {
-        if task.spec.cancel {
-            return cancelling(prev, job, obs, accepted, base);
-        }
-        let waiting = newest.and_then(observe::waiting);
-        let mut wake_in = None;
-        if let (Some((r, m)), Some(limit)) = (&waiting, task.spec.start_timeout_seconds) {
-            let since = job.metadata.creation_timestamp.as_ref().unwrap_or(&obs.now);
-            let left = limit.saturating_sub(obs.now.0.as_second() - since.0.as_second());
-            if left <= 0 {
-                return Facts {
-                    phase: Some(Phase::Failed),
-                    reason: Some(*r),
-                    message: Some(format!(
-                        "the pod could not start within spec.startTimeoutSeconds ({limit}s): {m}"
-                    )),
-                    completed_at: Some(
-                        prev.completed_at.clone().unwrap_or_else(|| obs.now.clone()),
-                    ),
-                    ..base
-                };
-            }
-            wake_in = u64::try_from(left).ok().map(std::time::Duration::from_secs);
-        }
-        return Facts {
-            phase: Some(Phase::Running),
-            reason: waiting.as_ref().map(|w| w.0),
-            message: waiting.as_ref().map(|w| w.1.clone()),
-            waiting,
-            wake_in,
-            ..base
-        };
-    };
-    let (cond, failed) = match finish {
-        Finish::Complete(c) => (c, false),
-        Finish::Failed(c) => (c, true),
-    };
-    let completed_at = prev
-        .completed_at
-        .clone()
-        .or_else(|| {
-            if failed {
-                None
-            } else {
-                st.completion_time.clone()
-            }
-        })
-        .or(cond.last_transition_time.clone())
-        .or_else(|| Some(obs.now.clone()));
-    let base = Facts {
-        completed_at,
-        ..base
-    };
-    if !failed {
-        return match accepted {
-            Ok(r) if r.too_large() => Facts {
-                phase: Some(Phase::Failed),
-                reason: Some(Reason::ResultTooLarge),
-                message: Some(r.too_large_message()),
-                exit_code: Some(r.exit_code),
-                ..base
-            },
-            Ok(r) => Facts {
-                phase: Some(Phase::Completed),
-                reason: Some(Reason::Succeeded),
-                message: Some(format!(
-                    "{}{}",
-                    if r.message.is_empty() {
-                        "the program succeeded"
-                    } else {
-                        &r.message
-                    },
-                    binary_note(&r)
-                )),
-                exit_code: Some(r.exit_code),
-                result: Some(r.text()),
-                ..base
-            },
-            Err(why) => Facts {
-                phase: Some(Phase::Failed),
-                reason: Some(Reason::ResultMissing),
-                message: Some(format!("the Job succeeded but {why}")),
-                ..base
-            },
-        };
     }
+}
+
+/// The Job runs: Running, with why its pod waits if it does, failing once
+/// `spec.startTimeoutSeconds` passed with the pod still waiting.
+fn unfinished(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>, base: Facts) -> Facts {
+    let waiting = observe::newest(obs.pods).and_then(observe::waiting);
+    let mut wake_in = None;
+    if let (Some((r, m)), Some(limit)) = (&waiting, task.spec.start_timeout_seconds) {
+        let since = job.metadata.creation_timestamp.as_ref().unwrap_or(&obs.now);
+        let left = limit.saturating_sub(obs.now.0.as_second() - since.0.as_second());
+        if left <= 0 {
+            return Facts {
+                phase: Some(Phase::Failed),
+                reason: Some(*r),
+                message: Some(format!(
+                    "the pod could not start within spec.startTimeoutSeconds ({limit}s): {m}"
+                )),
+                completed_at: Some(prev.completed_at.clone().unwrap_or_else(|| obs.now.clone())),
+                ..base
+            };
+        }
+        wake_in = u64::try_from(left).ok().map(std::time::Duration::from_secs);
+    }
+    Facts {
+        phase: Some(Phase::Running),
+        reason: waiting.as_ref().map(|w| w.0),
+        message: waiting.as_ref().map(|w| w.1.clone()),
+        waiting,
+        wake_in,
+        ..base
+    }
+}
+
+/// The Job succeeded: Completed with the accepted result, unless it is too
+/// large or missing.
+fn succeeded(accepted: Result<TaskResult, String>, base: Facts) -> Facts {
+    match accepted {
+        Ok(r) if r.too_large() => Facts {
+            phase: Some(Phase::Failed),
+            reason: Some(Reason::ResultTooLarge),
+            message: Some(r.too_large_message()),
+            exit_code: Some(r.exit_code),
+            ..base
+        },
+        Ok(r) => Facts {
+            phase: Some(Phase::Completed),
+            reason: Some(Reason::Succeeded),
+            message: Some(format!(
+                "{}{}",
+                if r.message.is_empty() {
+                    "the program succeeded"
+                } else {
+                    &r.message
+                },
+                binary_note(&r)
+            )),
+            exit_code: Some(r.exit_code),
+            result: Some(r.text()),
+            ..base
+        },
+        Err(why) => Facts {
+            phase: Some(Phase::Failed),
+            reason: Some(Reason::ResultMissing),
+            message: Some(format!("the Job succeeded but {why}")),
+            ..base
+        },
+    }
+}
+
+/// The Job failed (condition `cond`): Failed, the reason from the Job's,
+/// the message from the last attempt's result or what the runtime said.
+fn job_failed(
+    task: &Task,
+    cond: &JobCondition,
+    accepted: Result<TaskResult, String>,
+    obs: &Observed<'_>,
+    base: Facts,
+) -> Facts {
     let reason = observe::failure_reason(cond.reason.as_deref());
     let (result, worker_msg, exit_code) = match &accepted {
         Ok(r) => (
@@ -320,6 +344,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         // runtime said, not only "128".
         code = format!("{code} ({note})");
     }
+    let attempts = base.attempts.unwrap_or(1);
     let mut message = match reason {
         Reason::DeadlineExceeded => format!(
             "the Task ran longer than spec.timeoutSeconds ({}s) and was stopped; last exit code {code}",
