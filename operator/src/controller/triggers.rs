@@ -59,55 +59,67 @@ where
     K: kube::Resource + Clone + Send + 'static,
     S: Stream<Item = Result<Event<K>, watcher::Error>> + Send + 'static,
 {
-    let mut seen: HashMap<String, u64> = HashMap::new();
-    let mut relist: Option<HashMap<String, u64>> = None;
+    let mut seen = Seen::default();
     events
-        .map(move |ev| {
-            let ev = match ev {
-                Ok(ev) => ev,
-                Err(e) => return vec![Err(e)],
-            };
-            let id = |o: &K| {
-                format!(
-                    "{}/{}/{}",
-                    o.namespace().unwrap_or_default(),
-                    o.name_any(),
-                    o.uid().unwrap_or_default()
-                )
-            };
-            match ev {
-                Event::Init => {
-                    relist = Some(HashMap::new());
-                    Vec::new()
-                }
-                Event::InitDone => {
-                    if let Some(next) = relist.take() {
-                        seen = next;
-                    }
-                    Vec::new()
-                }
-                Event::Delete(o) => {
-                    seen.remove(&id(&o));
-                    vec![Ok(o)]
-                }
-                Event::Apply(o) | Event::InitApply(o) => {
-                    let k = id(&o);
-                    let new = key(&o);
-                    let old = seen.get(&k).copied();
-                    let target = relist.as_mut().unwrap_or(&mut seen);
-                    match new {
-                        Some(v) => {
-                            target.insert(k, v);
-                        }
-                        None => {
-                            target.remove(&k);
-                        }
-                    }
-                    if new != old { vec![Ok(o)] } else { Vec::new() }
-                }
-            }
+        .map(move |ev| match ev {
+            Ok(ev) => seen.wakes(ev, key).map(Ok),
+            Err(e) => Some(Err(e)),
         })
         .flat_map(futures::stream::iter)
+}
+
+/// The last-seen key of each object (by namespace, name and UID), and
+/// during a relist the keys seen so far, which replace them once it is done.
+#[derive(Default)]
+struct Seen {
+    seen: HashMap<String, u64>,
+    relist: Option<HashMap<String, u64>>,
+}
+
+impl Seen {
+    /// The object `ev` wakes, if any, noting its key.
+    fn wakes<K: kube::Resource>(&mut self, ev: Event<K>, key: fn(&K) -> Option<u64>) -> Option<K> {
+        match ev {
+            Event::Init => {
+                self.relist = Some(HashMap::new());
+                None
+            }
+            Event::InitDone => {
+                if let Some(next) = self.relist.take() {
+                    self.seen = next;
+                }
+                None
+            }
+            Event::Delete(o) => {
+                self.seen.remove(&id(&o));
+                Some(o)
+            }
+            Event::Apply(o) | Event::InitApply(o) => {
+                let k = id(&o);
+                let new = key(&o);
+                let old = self.seen.get(&k).copied();
+                let target = self.relist.as_mut().unwrap_or(&mut self.seen);
+                match new {
+                    Some(v) => {
+                        target.insert(k, v);
+                    }
+                    None => {
+                        target.remove(&k);
+                    }
+                }
+                (new != old).then_some(o)
+            }
+        }
+    }
+}
+
+fn id<K: kube::Resource>(o: &K) -> String {
+    format!(
+        "{}/{}/{}",
+        o.namespace().unwrap_or_default(),
+        o.name_any(),
+        o.uid().unwrap_or_default()
+    )
 }
 
 #[cfg(test)]

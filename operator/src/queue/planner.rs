@@ -144,14 +144,12 @@ pub struct Plan {
 
 /// The queue: who holds, who may start, who waits and where.
 pub fn plan(entries: &[Entry<'_>], limits: &Limits) -> Plan {
-    let mut used_global = 0u32;
-    let mut used_ns: HashMap<&str, u32> = HashMap::new();
+    let mut used = Used::default();
     let mut out = Plan::default();
     let mut waiting: Vec<&Entry<'_>> = Vec::new();
     for e in entries {
         if e.holds {
-            used_global += 1;
-            *used_ns.entry(e.namespace).or_default() += 1;
+            used.take(e.namespace);
             out.verdicts.insert(e.uid.to_owned(), Verdict::Active);
         } else {
             waiting.push(e);
@@ -161,26 +159,57 @@ pub fn plan(entries: &[Entry<'_>], limits: &Limits) -> Plan {
     // Tasks blocked per cap, in queue order: positions are counted per cap.
     let mut blocked: BTreeMap<(Scope, &str), Vec<&str>> = BTreeMap::new();
     for e in waiting {
-        let ns_cap = limits.namespaces.get(e.namespace).copied();
-        let ns_used = used_ns.get(e.namespace).copied().unwrap_or(0);
-        let scope = if ns_cap.is_some_and(|c| ns_used >= c) {
-            Some((Scope::Namespace, e.namespace))
-        } else if limits.global.is_some_and(|c| used_global >= c) {
-            Some((Scope::Global, ""))
-        } else {
-            None
-        };
-        match scope {
+        match used.full_cap(e.namespace, limits) {
             Some(key) => blocked.entry(key).or_default().push(e.uid),
             None => {
-                used_global += 1;
-                *used_ns.entry(e.namespace).or_default() += 1;
+                used.take(e.namespace);
                 out.verdicts.insert(e.uid.to_owned(), Verdict::Start);
                 out.start.push(e.uid.to_owned());
             }
         }
     }
+    out.verdicts.extend(waits(entries, limits, blocked));
+    out
+}
+
+/// Slots held, in all and per namespace.
+#[derive(Default)]
+struct Used<'a> {
+    global: u32,
+    namespaces: HashMap<&'a str, u32>,
+}
+
+impl<'a> Used<'a> {
+    /// A Task of `namespace` takes a slot.
+    fn take(&mut self, namespace: &'a str) {
+        self.global += 1;
+        *self.namespaces.entry(namespace).or_default() += 1;
+    }
+
+    /// The cap that keeps a Task of `namespace` waiting, if one is reached:
+    /// its namespace's before the global one.
+    fn full_cap(&self, namespace: &'a str, limits: &Limits) -> Option<(Scope, &'a str)> {
+        let ns_cap = limits.namespaces.get(namespace).copied();
+        let ns_used = self.namespaces.get(namespace).copied().unwrap_or(0);
+        if ns_cap.is_some_and(|c| ns_used >= c) {
+            Some((Scope::Namespace, namespace))
+        } else if limits.global.is_some_and(|c| self.global >= c) {
+            Some((Scope::Global, ""))
+        } else {
+            None
+        }
+    }
+}
+
+/// The Wait verdicts (by UID) of the Tasks `blocked` on each cap, each
+/// list in queue order.
+fn waits(
+    entries: &[Entry<'_>],
+    limits: &Limits,
+    blocked: BTreeMap<(Scope, &str), Vec<&str>>,
+) -> Vec<(String, Verdict)> {
     let ns_of: HashMap<&str, &str> = entries.iter().map(|e| (e.uid, e.namespace)).collect();
+    let mut out = Vec::new();
     for ((scope, _), uids) in blocked {
         let of = uids.len();
         for (i, uid) in uids.into_iter().enumerate() {
@@ -200,7 +229,7 @@ pub fn plan(entries: &[Entry<'_>], limits: &Limits) -> Plan {
                 namespace,
                 limit,
             };
-            out.verdicts.insert(uid.to_owned(), Verdict::Wait(wait));
+            out.push((uid.to_owned(), Verdict::Wait(wait)));
         }
     }
     out

@@ -63,12 +63,6 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
     let empty = TaskStatus::default();
     let prev = prev.unwrap_or(&empty);
     let mut out = Vec::new();
-    let note = |warning, reason, action, message: String| Note {
-        warning,
-        reason,
-        action,
-        message,
-    };
     let msg = next.message.clone().unwrap_or_default();
     let job = next.job_name.clone().unwrap_or_default();
     if prev.job_uid.is_none() && next.job_uid.is_some() {
@@ -82,32 +76,7 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
     let reason_changed = prev.reason != next.reason;
     let known = next.known_reason();
     match next.phase {
-        Some(Phase::Running) => {
-            if let Some(
-                r @ (Reason::Unschedulable
-                | Reason::ImagePullFailed
-                | Reason::CreateContainerConfigError),
-            ) = known
-                && reason_changed
-            {
-                out.push(note(
-                    true,
-                    EventReason::Waiting,
-                    "StartPod",
-                    format!("{r}: {msg}"),
-                ));
-            }
-            let (before, now) = (prev.attempts.unwrap_or(0), next.attempts.unwrap_or(0));
-            if now > before && now > 1 {
-                let code = crate::status::observe::describe_exit(next.exit_code);
-                out.push(note(
-                    false,
-                    EventReason::Retrying,
-                    "RetryPod",
-                    format!("attempt {now} started after exit code {code}"),
-                ));
-            }
-        }
+        Some(Phase::Running) => out.extend(running(prev, next, &msg)),
         Some(Phase::Completed) if prev.phase != next.phase => {
             out.push(note(false, EventReason::Completed, "Finish", msg));
         }
@@ -126,6 +95,46 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
         _ => {}
     }
     out
+}
+
+/// The Events of a Task that is Running in `next`: its pod cannot start
+/// (when that reason is new), a new attempt started. `msg` is `next`'s
+/// message.
+fn running(prev: &TaskStatus, next: &TaskStatus, msg: &str) -> Vec<Note> {
+    let mut out = Vec::new();
+    if let Some(
+        r @ (Reason::Unschedulable | Reason::ImagePullFailed | Reason::CreateContainerConfigError),
+    ) = next.known_reason()
+        && prev.reason != next.reason
+    {
+        out.push(note(
+            true,
+            EventReason::Waiting,
+            "StartPod",
+            format!("{r}: {msg}"),
+        ));
+    }
+    let (before, now) = (prev.attempts.unwrap_or(0), next.attempts.unwrap_or(0));
+    if now > before && now > 1 {
+        let code = crate::status::observe::describe_exit(next.exit_code);
+        out.push(note(
+            false,
+            EventReason::Retrying,
+            "RetryPod",
+            format!("attempt {now} started after exit code {code}"),
+        ));
+    }
+    out
+}
+
+/// A [`Note`] from its parts.
+fn note(warning: bool, reason: EventReason, action: &'static str, message: String) -> Note {
+    Note {
+        warning,
+        reason,
+        action,
+        message,
+    }
 }
 
 #[cfg(test)]

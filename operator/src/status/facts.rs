@@ -5,7 +5,7 @@ use crds::conditions::{ConditionType, Reason};
 use crds::result::TaskResult;
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use crate::status::observe::Observed;
@@ -110,34 +110,8 @@ pub fn lost(
             exit_code: Some(r.exit_code),
             ..base
         },
-        Ok(r) if r.exit_code == 0 => Facts {
-            phase: Some(Phase::Completed),
-            reason: Some(Reason::Succeeded),
-            message: Some(format!(
-                "the program succeeded; its Job {job} {how} afterwards{}",
-                binary_note(&r)
-            )),
-            exit_code: Some(0),
-            result: Some(r.text()),
-            ..base
-        },
-        Ok(r) => {
-            // The Job's own verdict is gone with it; what is left (the
-            // last attempt's result, the spec, the start time) still tells
-            // how it ended, the same whenever the operator looks.
-            let (reason, why) = lost_failure(task, prev, &r);
-            Facts {
-                phase: Some(Phase::Failed),
-                reason: Some(reason),
-                message: Some(format!(
-                    "{why}; its Job {job} {how} before its final state was read{}",
-                    binary_note(&r)
-                )),
-                exit_code: Some(r.exit_code),
-                result: Some(r.text()),
-                ..base
-            }
-        }
+        Ok(r) if r.exit_code == 0 => lost_succeeded(&r, job, how, base),
+        Ok(r) => lost_failed(task, prev, &r, job, how, base),
         Err(_) => Facts {
             phase: Some(Phase::Failed),
             reason: Some(Reason::JobLost),
@@ -146,6 +120,49 @@ pub fn lost(
             )),
             ..base
         },
+    }
+}
+
+/// The vanished Job `job` left a result of a program that succeeded:
+/// Completed with it.
+fn lost_succeeded(r: &TaskResult, job: &str, how: &str, base: Facts) -> Facts {
+    Facts {
+        phase: Some(Phase::Completed),
+        reason: Some(Reason::Succeeded),
+        message: Some(format!(
+            "the program succeeded; its Job {job} {how} afterwards{}",
+            binary_note(r)
+        )),
+        exit_code: Some(0),
+        result: Some(r.text()),
+        ..base
+    }
+}
+
+/// The vanished Job `job` left a result of a program that failed: Failed,
+/// with the reason [`lost_failure`] reads from it.
+fn lost_failed(
+    task: &Task,
+    prev: &TaskStatus,
+    r: &TaskResult,
+    job: &str,
+    how: &str,
+    base: Facts,
+) -> Facts {
+    // The Job's own verdict is gone with it; what is left (the last
+    // attempt's result, the spec, the start time) still tells how it
+    // ended, the same whenever the operator looks.
+    let (reason, why) = lost_failure(task, prev, r);
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reason),
+        message: Some(format!(
+            "{why}; its Job {job} {how} before its final state was read{}",
+            binary_note(r)
+        )),
+        exit_code: Some(r.exit_code),
+        result: Some(r.text()),
+        ..base
     }
 }
 
@@ -403,6 +420,18 @@ fn cancelling(
             ..base
         };
     }
+    cancelled(waited, obs, accepted, base)
+}
+
+/// The cancel is done (the Job is suspended, its pods are gone): Failed
+/// Cancelled with whatever result the worker wrote; `waited` is the
+/// Waiting condition the last status had, if any.
+fn cancelled(
+    waited: Option<&Condition>,
+    obs: &Observed<'_>,
+    accepted: Result<TaskResult, String>,
+    base: Facts,
+) -> Facts {
     let (result, exit_code, worker_msg, note) = match accepted {
         Ok(r) if !r.too_large() => (
             Some(r.text()),
@@ -413,24 +442,7 @@ fn cancelling(
         Ok(r) => (None, Some(r.exit_code), r.message, String::new()),
         Err(_) => (None, base.exit_code, String::new(), String::new()),
     };
-    // No exit code and no result from a pod that was waiting: it never ran.
-    let mut message = match waited {
-        Some(w) if exit_code.is_none() && result.is_none() => format!(
-            "cancelled (spec.cancel) before the program started: its pod never ran (it was \
-             waiting: {}: {}); nothing ran",
-            w.reason, w.message
-        ),
-        _ => {
-            let mut m = format!(
-                "cancelled (spec.cancel): the program was stopped with SIGTERM; exit code {}",
-                observe::describe_exit(exit_code)
-            );
-            if result.is_none() {
-                m.push_str("; it wrote no result");
-            }
-            m
-        }
-    };
+    let mut message = cancelled_message(waited, exit_code, result.is_some());
     if !worker_msg.is_empty() {
         message = format!("{message}: {worker_msg}");
     }
@@ -443,6 +455,33 @@ fn cancelling(
         result,
         completed_at: Some(obs.now.clone()),
         ..base
+    }
+}
+
+/// What a finished cancel says: that the pod never ran, or how the program
+/// exited and whether it wrote a result.
+fn cancelled_message(
+    waited: Option<&Condition>,
+    exit_code: Option<i32>,
+    has_result: bool,
+) -> String {
+    // No exit code and no result from a pod that was waiting: it never ran.
+    match waited {
+        Some(w) if exit_code.is_none() && !has_result => format!(
+            "cancelled (spec.cancel) before the program started: its pod never ran (it was \
+             waiting: {}: {}); nothing ran",
+            w.reason, w.message
+        ),
+        _ => {
+            let mut m = format!(
+                "cancelled (spec.cancel): the program was stopped with SIGTERM; exit code {}",
+                observe::describe_exit(exit_code)
+            );
+            if !has_result {
+                m.push_str("; it wrote no result");
+            }
+            m
+        }
     }
 }
 

@@ -261,76 +261,93 @@ pub fn check_writer(
             "ConfigMap {name} carries no writer stamp: no longtask worker wrote it"
         ));
     };
-    let (prefix, cut) = pod_prefix(job, shard);
-    let refuse = |why: String| {
-        Err(format!(
+    let checked = match writer {
+        WriterPod::Found(pod) => check_found_writer(pod, &st, job, job_uid, shard),
+        WriterPod::Gone { rival } => check_gone_writer(&st, rival, job, shard),
+    };
+    checked.map_err(|why| {
+        format!(
             "ConfigMap {name} was written by pod {}, {why}; it was ignored",
             st.pod
-        ))
-    };
-    match writer {
-        WriterPod::Found(pod) => {
-            if pod.metadata.uid.as_deref() != Some(st.pod_uid.as_str()) {
-                return refuse(format!(
-                    "but the pod of that name now has UID {}, not the stamped {}, and is not \
-                     the writer",
-                    pod.metadata.uid.as_deref().unwrap_or("<none>"),
-                    st.pod_uid
-                ));
-            }
-            match controller(&pod.metadata) {
-                Some(o) if o.kind == "Job" && o.uid == job_uid => {}
-                Some(o) => {
-                    return refuse(format!(
-                        "a pod of {} {} (UID {}), not of this Task's Job {job} (UID {job_uid})",
-                        o.kind, o.name, o.uid
-                    ));
-                }
-                None => {
-                    return refuse(format!(
-                        "a pod no Job controls, not one of this Task's Job {job} (UID {job_uid})"
-                    ));
-                }
-            }
-            if let Some(i) = shard {
-                let index = pod
-                    .metadata
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get(annotations::JOB_COMPLETION_INDEX));
-                if index.map(String::as_str) != Some(i.to_string().as_str()) {
-                    return refuse(format!(
-                        "which ran shard {}, not shard {i}",
-                        index.map_or("<none>", String::as_str)
-                    ));
-                }
-            }
-            Ok(())
+        )
+    })
+}
+
+/// [`check_writer`] when the stamped pod exists: it must be the stamped
+/// pod (same UID), controlled by the Job `job_uid`, running shard `shard`.
+/// `Err` says why not, to follow "written by pod <name>, ".
+fn check_found_writer(
+    pod: &Pod,
+    st: &Stamp,
+    job: &str,
+    job_uid: &str,
+    shard: Option<u32>,
+) -> Result<(), String> {
+    if pod.metadata.uid.as_deref() != Some(st.pod_uid.as_str()) {
+        return Err(format!(
+            "but the pod of that name now has UID {}, not the stamped {}, and is not \
+             the writer",
+            pod.metadata.uid.as_deref().unwrap_or("<none>"),
+            st.pod_uid
+        ));
+    }
+    match controller(&pod.metadata) {
+        Some(o) if o.kind == "Job" && o.uid == job_uid => {}
+        Some(o) => {
+            return Err(format!(
+                "a pod of {} {} (UID {}), not of this Task's Job {job} (UID {job_uid})",
+                o.kind, o.name, o.uid
+            ));
         }
-        WriterPod::Gone { rival } => {
-            let shaped = st.pod.len() == prefix.len() + 5 && st.pod.starts_with(&prefix);
-            if !shaped {
-                return refuse(format!(
-                    "which is not named like a pod of this Task's Job {job} ({prefix}<5 characters>)"
-                ));
-            }
-            if cut || rival {
-                let whose = if cut {
-                    "its name was cut to 58 characters and may belong to another Job".to_owned()
-                } else {
-                    format!(
-                        "Job {} has pods named like it",
-                        rival_job(job, shard).unwrap_or_default()
-                    )
-                };
-                return refuse(format!(
-                    "which no longer exists, so it cannot be shown to be a pod of this Task's \
-                     Job {job} ({whose})"
-                ));
-            }
-            Ok(())
+        None => {
+            return Err(format!(
+                "a pod no Job controls, not one of this Task's Job {job} (UID {job_uid})"
+            ));
         }
     }
+    if let Some(i) = shard {
+        let index = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(annotations::JOB_COMPLETION_INDEX));
+        if index.map(String::as_str) != Some(i.to_string().as_str()) {
+            return Err(format!(
+                "which ran shard {}, not shard {i}",
+                index.map_or("<none>", String::as_str)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`check_writer`] when the stamped pod is gone: its name must be shaped
+/// like a pod of Job `job` (shard `shard`), and only this Job's pods may
+/// carry such a name (no cut prefix, no `rival` Job). `Err` says why not,
+/// to follow "written by pod <name>, ".
+fn check_gone_writer(st: &Stamp, rival: bool, job: &str, shard: Option<u32>) -> Result<(), String> {
+    let (prefix, cut) = pod_prefix(job, shard);
+    let shaped = st.pod.len() == prefix.len() + 5 && st.pod.starts_with(&prefix);
+    if !shaped {
+        return Err(format!(
+            "which is not named like a pod of this Task's Job {job} ({prefix}<5 characters>)"
+        ));
+    }
+    if cut || rival {
+        let whose = if cut {
+            "its name was cut to 58 characters and may belong to another Job".to_owned()
+        } else {
+            format!(
+                "Job {} has pods named like it",
+                rival_job(job, shard).unwrap_or_default()
+            )
+        };
+        return Err(format!(
+            "which no longer exists, so it cannot be shown to be a pod of this Task's \
+             Job {job} ({whose})"
+        ));
+    }
+    Ok(())
 }
 
 /// The newest pod (by creation time, then name).

@@ -5,7 +5,7 @@
 use crds::conditions::Reason;
 use crds::result::{MAX_STATUS_RESULT_BYTES, shard_config_map_name, truncate_utf8};
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskStatus};
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::status::facts::{self, Facts};
@@ -127,67 +127,79 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
     let job_uid = job.metadata.uid.as_deref().unwrap_or_default();
     let c = collect(obs.shard_results, name, task_uid, job_uid, shards);
-    let with = |phase, reason, message: String, f: Facts| Facts {
+    let facts = match finish {
+        Finish::Complete(_) => succeeded(shards, &c, facts),
+        Finish::Failed(cond) => job_failed(task, job, cond, facts),
+    };
+    Facts {
+        result: None,
+        shard_results: c.results,
+        shard_results_truncated: c.truncated,
+        ..facts
+    }
+}
+
+/// `facts` with the phase, reason and message a finished Task ends with.
+fn ended(phase: Phase, reason: Reason, message: String, facts: Facts) -> Facts {
+    Facts {
         phase: Some(phase),
         reason: Some(reason),
         message: Some(message),
-        result: None,
-        shard_results: c.results.clone(),
-        shard_results_truncated: c.truncated,
-        ..f
-    };
-    match finish {
-        Finish::Complete(_) if !c.too_large.is_empty() => with(
-            Phase::Failed,
-            Reason::ResultTooLarge,
-            format!(
-                "the results of shards {} are too large to store",
-                list(&c.too_large)
-            ),
-            facts,
-        ),
-        Finish::Complete(_) if !c.missing.is_empty() => with(
-            Phase::Failed,
-            Reason::ResultMissing,
-            format!(
-                "the Job succeeded but shards {} left no result from this Job",
-                list(&c.missing)
-            ),
-            facts,
-        ),
-        Finish::Complete(_) => with(
-            Phase::Completed,
-            Reason::Succeeded,
-            format!("all {shards} shards succeeded"),
-            Facts {
-                exit_code: Some(0),
-                ..facts
-            },
-        ),
-        Finish::Failed(cond) => {
-            let st = job.status.clone().unwrap_or_default();
-            let failed = count_indexes(st.failed_indexes.as_deref());
-            let done = count_indexes(st.completed_indexes.as_deref());
-            let (reason, message) = match cond.reason.as_deref() {
-                Some("FailedIndexes") | Some("BackoffLimitExceeded") => (
-                    Reason::BackoffLimitExceeded,
-                    format!(
-                        "{failed} of {shards} shards failed on all attempts (spec.retries: {} per shard; failed shards: {}); {done} succeeded",
-                        task.spec.retries,
-                        st.failed_indexes.as_deref().unwrap_or("-")
-                    ),
-                ),
-                _ => (
-                    observe::failure_reason(cond.reason.as_deref()),
-                    format!(
-                        "{}; {done} of {shards} shards had succeeded",
-                        facts.message.clone().unwrap_or_default()
-                    ),
-                ),
-            };
-            with(Phase::Failed, reason, message, facts)
-        }
+        ..facts
     }
+}
+
+/// The Indexed Job succeeded: Completed, unless a shard's result (in `c`)
+/// is too large or missing.
+fn succeeded(shards: i32, c: &Collected, facts: Facts) -> Facts {
+    if !c.too_large.is_empty() {
+        let message = format!(
+            "the results of shards {} are too large to store",
+            list(&c.too_large)
+        );
+        return ended(Phase::Failed, Reason::ResultTooLarge, message, facts);
+    }
+    if !c.missing.is_empty() {
+        let message = format!(
+            "the Job succeeded but shards {} left no result from this Job",
+            list(&c.missing)
+        );
+        return ended(Phase::Failed, Reason::ResultMissing, message, facts);
+    }
+    let message = format!("all {shards} shards succeeded");
+    let facts = Facts {
+        exit_code: Some(0),
+        ..facts
+    };
+    ended(Phase::Completed, Reason::Succeeded, message, facts)
+}
+
+/// The Indexed Job failed (condition `cond`): Failed, saying which shards
+/// ran out of retries, or else what the single-Job facts say and how many
+/// shards had succeeded.
+fn job_failed(task: &Task, job: &Job, cond: &JobCondition, facts: Facts) -> Facts {
+    let shards = task.spec.shards;
+    let st = job.status.clone().unwrap_or_default();
+    let failed = count_indexes(st.failed_indexes.as_deref());
+    let done = count_indexes(st.completed_indexes.as_deref());
+    let (reason, message) = match cond.reason.as_deref() {
+        Some("FailedIndexes") | Some("BackoffLimitExceeded") => (
+            Reason::BackoffLimitExceeded,
+            format!(
+                "{failed} of {shards} shards failed on all attempts (spec.retries: {} per shard; failed shards: {}); {done} succeeded",
+                task.spec.retries,
+                st.failed_indexes.as_deref().unwrap_or("-")
+            ),
+        ),
+        _ => (
+            observe::failure_reason(cond.reason.as_deref()),
+            format!(
+                "{}; {done} of {shards} shards had succeeded",
+                facts.message.clone().unwrap_or_default()
+            ),
+        ),
+    };
+    ended(Phase::Failed, reason, message, facts)
 }
 
 /// A sharded Task whose Indexed Job vanished (e.g. removed by
@@ -205,7 +217,17 @@ pub fn lost(
     let shards = task.spec.shards;
     let c = collect(obs.shard_results, name, task_uid, job_uid, shards);
     let done = shards - i32::try_from(c.missing.len()).unwrap_or(shards);
-    let with = |phase, reason, message: String, exit_code: Option<i32>| Facts {
+    let (phase, reason, message, exit_code) =
+        match lost_failure(&c, name, job_uid, how, shards, done) {
+            Some((reason, message)) => (Phase::Failed, reason, message, None),
+            None => (
+                Phase::Completed,
+                Reason::Succeeded,
+                format!("all {shards} shards succeeded; their Job {name} {how} afterwards"),
+                Some(0),
+            ),
+        };
+    Facts {
         phase: Some(phase),
         reason: Some(reason),
         message: Some(message),
@@ -216,60 +238,66 @@ pub fn lost(
             failed: i32::try_from(c.failed.len()).unwrap_or(0),
             active: 0,
         }),
-        shard_results: c.results.clone(),
+        shard_results: c.results,
         shard_results_truncated: c.truncated,
         ..base
-    };
+    }
+}
+
+/// Why a sharded Task whose Job `name` vanished failed, from the results
+/// `c` its shards left (`done` of `shards` did); `None` when all succeeded.
+fn lost_failure(
+    c: &Collected,
+    name: &str,
+    job_uid: &str,
+    how: &str,
+    shards: i32,
+    done: i32,
+) -> Option<(Reason, String)> {
     if !c.too_large.is_empty() {
-        return with(
-            Phase::Failed,
+        return Some((
             Reason::ResultTooLarge,
             format!(
                 "the results of shards {} are too large to store; its Job {name} {how}",
                 list(&c.too_large)
             ),
-            None,
-        );
+        ));
     }
     if !c.failed.is_empty() {
         // Each shard's last attempt failed: the Job can only have ended
         // by running out of retries (or its deadline, which the shard
         // results cannot tell apart).
-        let codes: Vec<String> = c
-            .results
-            .iter()
-            .filter(|r| c.failed.contains(&r.index))
-            .take(10)
-            .map(|r| format!("{}: {}", r.index, observe::describe_exit(r.exit_code)))
-            .collect();
-        return with(
-            Phase::Failed,
+        return Some((
             Reason::BackoffLimitExceeded,
             format!(
                 "shards {} failed (last exit codes {}); its Job {name} {how} before its \
                  final state was read",
                 list(&c.failed),
-                codes.join(", ")
+                failed_codes(c)
             ),
-            None,
-        );
+        ));
     }
     if !c.missing.is_empty() {
-        return with(
-            Phase::Failed,
+        return Some((
             Reason::JobLost,
             format!(
                 "the Task's Job {name} (UID {job_uid}) {how}; shards {} left no result from it \
                  ({done} of {shards} did)",
                 list(&c.missing)
             ),
-            None,
-        );
+        ));
     }
-    with(
-        Phase::Completed,
-        Reason::Succeeded,
-        format!("all {shards} shards succeeded; their Job {name} {how} afterwards"),
-        Some(0),
-    )
+    None
+}
+
+/// "index: exit code" of the first 10 failed shards, comma-separated.
+fn failed_codes(c: &Collected) -> String {
+    let codes: Vec<String> = c
+        .results
+        .iter()
+        .filter(|r| c.failed.contains(&r.index))
+        .take(10)
+        .map(|r| format!("{}: {}", r.index, observe::describe_exit(r.exit_code)))
+        .collect();
+    codes.join(", ")
 }
