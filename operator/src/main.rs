@@ -196,7 +196,7 @@ async fn lead(
     let standby_ready = metrics.clone();
     let acquired = tokio::select! {
         t = elector.acquire(move || standby_ready.set_ready()) => t,
-        () = shutdown_signal() => {
+        () = controller::shutdown_signal() => {
             info!("stopping while standing by");
             return Ok(());
         }
@@ -212,21 +212,5 @@ async fn lead(
             elector.release().await;
             Ok(())
         }
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        _ = term => {}
-        _ = tokio::signal::ctrl_c() => {}
     }
 }

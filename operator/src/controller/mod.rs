@@ -5,6 +5,7 @@
 pub mod triggers;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crds::Task;
@@ -34,13 +35,14 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
         ctx.queue.set_namespaces(watch_namespaces(&client));
     }
     ctx.metrics.watch_store(store.clone());
-    report_ready(store, ctx.metrics.clone());
+    let synced = Arc::new(AtomicBool::new(false));
+    report_ready(store, ctx.metrics.clone(), synced.clone());
     info!(
         namespace = namespace.unwrap_or("<all>"),
         worker_image = %ctx.config.worker_image,
         "starting controller"
     );
-    controller
+    let running = controller
         .run(reconcile::reconcile, reconcile::error_policy, ctx.clone())
         .for_each(|res| async move {
             if let Err(e) = res {
@@ -49,9 +51,20 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
                     e => warn!(error = %e, "controller"),
                 }
             }
-        })
-        .await;
-    info!("controller stopped");
+        });
+    // kube's graceful shutdown first waits for the Task cache to sync: with
+    // the API server unreachable that never happens. Nothing reconciles
+    // before the sync, so stop at once then.
+    let unsynced_stop = async {
+        shutdown_signal().await;
+        if synced.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
+    };
+    tokio::select! {
+        () = running => info!("controller stopped"),
+        () = unsynced_stop => info!("stopped before the Task cache synced"),
+    }
 }
 
 /// The controller on Tasks, woken by the Jobs and pods they own and by
@@ -63,7 +76,9 @@ fn controller(client: &Client, ns: Option<&str>, concurrency: u16) -> Controller
     let tasks: Api<Task> = api(client, ns);
     let task_stream = reflector(
         writer,
-        watcher(tasks, watcher::Config::default()).modify(slim_task),
+        watcher(tasks, watcher::Config::default())
+            .default_backoff()
+            .modify(slim_task),
     )
     .applied_objects();
     // Owned Jobs and pods wake a Task only when what its status reads
@@ -71,16 +86,21 @@ fn controller(client: &Client, ns: Option<&str>, concurrency: u16) -> Controller
     // is read on demand, so their watch carries metadata only).
     let jobs: Api<Job> = api(client, ns);
     let job_stream = triggers::changed(
-        watcher(jobs, ours()).modify(|j: &mut Job| j.managed_fields_mut().clear()),
+        watcher(jobs, ours())
+            .default_backoff()
+            .modify(|j: &mut Job| j.managed_fields_mut().clear()),
         triggers::job_key,
     );
     let pods: Api<Pod> = api(client, ns);
     let pod_stream = triggers::changed(
-        watcher(pods, ours()).modify(|p: &mut Pod| p.managed_fields_mut().clear()),
+        watcher(pods, ours())
+            .default_backoff()
+            .modify(|p: &mut Pod| p.managed_fields_mut().clear()),
         triggers::pod_key,
     );
     let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
     let cm_stream = watcher(cms, ours())
+        .default_backoff()
         .modify(|c| c.managed_fields_mut().clear())
         .touched_objects();
     Controller::for_stream(task_stream, store)
@@ -94,11 +114,16 @@ fn controller(client: &Client, ns: Option<&str>, concurrency: u16) -> Controller
 /// Marks the operator ready once the Task cache has synced. Polls with a
 /// timeout: the store's readiness signal wakes only its most recent
 /// waiter, and the controller itself waits on it too.
-fn report_ready(store: reflector::Store<Task>, metrics: Arc<crate::telemetry::metrics::Metrics>) {
+fn report_ready(
+    store: reflector::Store<Task>,
+    metrics: Arc<crate::telemetry::metrics::Metrics>,
+    synced: Arc<AtomicBool>,
+) {
     tokio::spawn(async move {
         loop {
             match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
                 Ok(Ok(())) => {
+                    synced.store(true, Ordering::Relaxed);
                     metrics.set_ready();
                     info!("Task cache synced; ready");
                     break;
@@ -118,7 +143,7 @@ fn watch_namespaces(
     let (reader, writer) = kube::runtime::reflector::store();
     let api: Api<kube::core::PartialObjectMeta<Namespace>> = Api::all(client.clone());
     let cfg = watcher::Config::default();
-    let stream = kube::runtime::reflector(writer, watcher(api, cfg));
+    let stream = kube::runtime::reflector(writer, watcher(api, cfg).default_backoff());
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(ev) = stream.next().await {
@@ -185,5 +210,21 @@ where
     match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = term => {}
+        _ = tokio::signal::ctrl_c() => {}
     }
 }
