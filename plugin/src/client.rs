@@ -41,6 +41,22 @@ pub enum Error {
         #[source]
         source: kube::Error,
     },
+    #[error(
+        "task {name} already exists in namespace {namespace:?}; use rerun or pick another name"
+    )]
+    AlreadyExists { namespace: String, name: String },
+    #[error(
+        "refusing the result of task {name}: {source_name} has digest {actual}, but {against} says {expected}: these are not the bytes the operator accepted"
+    )]
+    DigestMismatch {
+        name: String,
+        source_name: String,
+        against: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("no result for task {name}: {why}")]
+    NoResult { name: String, why: String },
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]

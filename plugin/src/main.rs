@@ -5,6 +5,8 @@
 mod cli;
 mod client;
 mod cmd;
+#[cfg(test)]
+mod fixtures;
 
 use std::process::ExitCode;
 
