@@ -34,6 +34,12 @@ pub enum Error {
         namespace: String,
         message: String,
     },
+    #[error("cannot {verb} {resource}: the API server refused: {message}")]
+    Refused {
+        verb: &'static str,
+        resource: &'static str,
+        message: String,
+    },
     #[error("cannot {verb} {resource}: {source}")]
     Api {
         verb: &'static str,
@@ -98,6 +104,12 @@ impl Error {
                 namespace: namespace.to_owned(),
                 message: s.message.clone(),
             },
+            // Invalid, Conflict…: the server's own message says it all.
+            kube::Error::Api(s) if !s.message.is_empty() => Error::Refused {
+                verb,
+                resource,
+                message: s.message.clone(),
+            },
             _ => Error::Api {
                 verb,
                 resource,
@@ -154,5 +166,65 @@ impl Kube {
             .get(name)
             .await
             .map_err(|e| Error::api("get", "tasks", &self.namespace, Some(name), e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
+        let s: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "code": code, "reason": reason, "message": message
+        }))
+        .expect("status");
+        kube::Error::Api(Box::new(s))
+    }
+
+    #[test]
+    fn server_answers_become_plain_messages() {
+        let e = Error::api(
+            "get",
+            "tasks",
+            "ns",
+            Some("t"),
+            api_error(404, "NotFound", "tasks \"t\" not found"),
+        );
+        assert_eq!(e.to_string(), "task \"t\" not found in namespace \"ns\"");
+        let e = Error::api(
+            "list",
+            "tasks",
+            "ns",
+            None,
+            api_error(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            ),
+        );
+        assert!(matches!(e, Error::NotInstalled));
+        let e = Error::api(
+            "create",
+            "tasks",
+            "ns",
+            None,
+            api_error(403, "Forbidden", "no"),
+        );
+        assert!(
+            e.to_string()
+                .starts_with("forbidden: you may not create tasks in namespace \"ns\""),
+            "{e}"
+        );
+        let e = Error::api(
+            "create",
+            "tasks",
+            "ns",
+            None,
+            api_error(422, "Invalid", "metadata.name: Invalid value"),
+        );
+        assert_eq!(
+            e.to_string(),
+            "cannot create tasks: the API server refused: metadata.name: Invalid value"
+        );
     }
 }
