@@ -181,6 +181,14 @@ mod tests {
         kube::Error::Api(Box::new(s))
     }
 
+    fn answer(code: u16, reason: &str, message: &str) -> kube::Error {
+        let s: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure", "code": code, "reason": reason, "message": message,
+        }))
+        .expect("status");
+        kube::Error::Api(Box::new(s))
+    }
+
     #[test]
     fn server_answers_become_plain_messages() {
         let e = Error::api(
@@ -225,6 +233,34 @@ mod tests {
         assert_eq!(
             e.to_string(),
             "cannot create tasks: the API server refused: metadata.name: Invalid value"
+        );
+    }
+
+    fn get(e: kube::Error) -> String {
+        Error::api("get", "tasks", "ns", Some("t"), e).to_string()
+    }
+
+    // The e2e cluster always has the CRD, so the message for a cluster
+    // without it is pinned here, from the API server's two 404s.
+    #[test]
+    fn missing_task_and_missing_crd_are_told_apart() {
+        let task = answer(404, "NotFound", "tasks.longtask.dev \"t\" not found");
+        assert_eq!(get(task), "task \"t\" not found in namespace \"ns\"");
+        let crd = answer(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        );
+        let msg = get(crd);
+        assert!(
+            msg.starts_with("longtask is not installed in this cluster")
+                && msg.contains("kubectl apply --server-side -k manifests/"),
+            "{msg}"
+        );
+        let refused = answer(403, "Forbidden", "tasks is forbidden");
+        assert_eq!(
+            get(refused),
+            "forbidden: you may not get tasks in namespace \"ns\" (tasks is forbidden)"
         );
     }
 }
