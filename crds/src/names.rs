@@ -36,7 +36,8 @@ pub const WORK_VOLUME: &str = "longtask";
 /// Mount path of the per-pod scratch volume (an `emptyDir` in real clusters).
 pub const WORK_DIR: &str = "/longtask";
 
-/// Labels the operator puts on Jobs, pods and the worker on result ConfigMaps.
+/// Labels the operator puts on Jobs, pods and the worker on result ConfigMaps
+/// (and the plugin on the Tasks it reruns).
 pub mod labels {
     /// Name of the owning Task (Job and pod template).
     pub const TASK_NAME: &str = "longtask.dev/task-name";
@@ -46,6 +47,9 @@ pub mod labels {
     pub const JOB_UID: &str = "longtask.dev/job-uid";
     /// Label the Job controller puts on its pods, carrying the Job's UID.
     pub const JOB_CONTROLLER_UID: &str = "batch.kubernetes.io/controller-uid";
+    /// On a Task made by `kubectl longtask rerun`: the name of the Task it
+    /// was made from.
+    pub const RERUN_OF: &str = "longtask.dev/rerun-of";
     /// Shard index of a sharded Task's result ConfigMap.
     pub const SHARD: &str = "longtask.dev/shard";
     /// Labels with this prefix on a Task are copied to its Job, so an

@@ -1,8 +1,11 @@
 //! kubectl, run the way a user runs it, against the test cluster.
 
-use std::io::Write;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 
@@ -94,5 +97,157 @@ impl Kubectl {
             );
         }
         Ok(stdout)
+    }
+
+    /// `kubectl longtask -n NS ARGS...`: the plugin, found by kubectl's own
+    /// plugin discovery (`kubectl-longtask` in `target/debug`, first on
+    /// PATH). kubectl stops looking for a plugin at the first flag, so the
+    /// kubeconfig goes in KUBECONFIG and `-n` after the plugin's name.
+    fn plugin_command(&self, ns: &str, args: &[&str]) -> Command {
+        let bin = crate::root().join("target/debug");
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![bin];
+        dirs.extend(std::env::split_paths(&path));
+        let mut c = Command::new("kubectl");
+        c.env("PATH", std::env::join_paths(dirs).unwrap())
+            .env("KUBECONFIG", &self.kubeconfig)
+            .args(["longtask", "-n", ns])
+            .args(args)
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs the plugin to its end; its exit code and output, whatever they are.
+    pub fn plugin(&self, ns: &str, args: &[&str]) -> Result<Output> {
+        let out = self
+            .plugin_command(ns, args)
+            .output()
+            .context("run kubectl longtask")?;
+        Ok(Output {
+            code: out.status.code(),
+            stdout: out.stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// Starts the plugin and reads its stdout line by line as it comes,
+    /// noting when each line arrived; stopped on drop if still running.
+    pub fn plugin_spawn(&self, ns: &str, args: &[&str]) -> Result<Streaming> {
+        let mut child = self
+            .plugin_command(ns, args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("spawn kubectl longtask")?;
+        let start = Instant::now();
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let stdout = child.stdout.take().context("plugin stdout")?;
+        let mut err = child.stderr.take().context("plugin stderr")?;
+        let seen = Arc::clone(&lines);
+        let out_reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                seen.lock().unwrap().push((start.elapsed(), line));
+            }
+        });
+        let said = Arc::clone(&stderr);
+        let err_reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = err.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                said.lock()
+                    .unwrap()
+                    .push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        Ok(Streaming {
+            child,
+            lines,
+            stderr,
+            readers: vec![out_reader, err_reader],
+        })
+    }
+}
+
+/// What a finished plugin run printed, and its exit code (None: killed).
+#[derive(Debug)]
+pub struct Output {
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+impl std::fmt::Display for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code,
+            self.stdout(),
+            self.stderr
+        )
+    }
+}
+
+/// A plugin run in progress (`Kubectl::plugin_spawn`).
+pub struct Streaming {
+    child: Child,
+    /// Each stdout line with the time it arrived, from the start.
+    lines: Arc<Mutex<Vec<(Duration, String)>>>,
+    stderr: Arc<Mutex<String>>,
+    readers: Vec<JoinHandle<()>>,
+}
+
+impl Streaming {
+    /// The stdout lines so far, with their arrival times.
+    pub fn lines(&self) -> Vec<(Duration, String)> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    /// Stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits up to `timeout` for the plugin to exit; its exit code, or an
+    /// error (the process killed) when it runs longer.
+    pub async fn exit(&mut self, timeout: Duration) -> Result<Option<i32>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.child.try_wait()? {
+                for r in self.readers.drain(..) {
+                    let _ = r.join();
+                }
+                return Ok(st.code());
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                bail!(
+                    "kubectl longtask still running after {timeout:?}; stdout: {:?}; stderr: {}",
+                    self.lines(),
+                    self.stderr()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
     }
 }

@@ -9,6 +9,7 @@ mod ha;
 mod hardening;
 mod invalid_spec;
 mod observe;
+mod plugin;
 mod postmortem;
 mod rbac;
 mod restart;
@@ -137,6 +138,35 @@ pub static ALL: &[Case] = &[
         false,
         samples::samples_reach_their_end_state
     ),
+    case!(
+        plugin_logs_follows_retry,
+        false,
+        plugin::plugin_logs_follows_retry
+    ),
+    case!(
+        plugin_logs_shards_and_tail,
+        false,
+        plugin::plugin_logs_shards_and_tail
+    ),
+    case!(
+        plugin_run_follow_streams,
+        false,
+        plugin::plugin_run_follow_streams
+    ),
+    case!(plugin_run_wait_fails, false, plugin::plugin_run_wait_fails),
+    case!(plugin_result_gzip, false, plugin::plugin_result_gzip),
+    case!(
+        plugin_rerun_completes,
+        false,
+        plugin::plugin_rerun_completes
+    ),
+    case!(plugin_cancel_running, false, plugin::plugin_cancel_running),
+    case!(
+        plugin_delete_finished_keep,
+        false,
+        plugin::plugin_delete_finished_keep
+    ),
+    case!(plugin_missing_task, false, plugin::plugin_missing_task),
     case!(
         image_pull_failure_visible,
         true,

@@ -1,0 +1,287 @@
+//! The command line, as kubectl users expect it: `kubectl longtask VERB`,
+//! `-n/--namespace`, `--context`, `--kubeconfig`, `-A` where it makes sense,
+//! and an example per command in `--help`.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run long work on Kubernetes with longtask: submit, follow, wait, fetch
+/// the result, cancel, run again.
+#[derive(Parser, Debug)]
+#[command(name = "kubectl-longtask", bin_name = "kubectl longtask", version)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where to talk to, as kubectl takes it.
+#[derive(Args, Debug, Clone)]
+pub struct Global {
+    /// Namespace (default: the kubeconfig context's, else "default").
+    #[arg(short = 'n', long, global = true)]
+    pub namespace: Option<String>,
+    /// Kubeconfig context to use.
+    #[arg(long, global = true)]
+    pub context: Option<String>,
+    /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<std::path::PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Create a Task running COMMAND [ARGS...], optionally wait for it or follow its logs.
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask run train --cpu 2 --memory 4Gi --follow -- python train.py --epochs 3\n  \
+        kubectl longtask run nightly --retries 2 --timeout 1h --wait -- sh -c 'make report'\n  \
+        kubectl longtask run hello --dry-run=client -o yaml -- echo hi > hello.yaml")]
+    Run(RunArgs),
+    /// Print a Task's logs: waits for its pod, follows retries and shards.
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask logs train -f\n  \
+        kubectl longtask logs sweep --shard 3\n  \
+        kubectl longtask logs flaky --all-attempts")]
+    Logs(LogsArgs),
+    /// Wait until Tasks finish; exit 0 if all completed, non-zero otherwise.
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask wait train\n  \
+        kubectl longtask wait a b c --timeout 30m")]
+    Wait(WaitArgs),
+    /// Print a Task's exact result bytes (decoded, digest checked).
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask result train > model.json\n  \
+        kubectl longtask result train -o model.json\n  \
+        kubectl longtask result sweep --shard 3")]
+    Result(ResultArgs),
+    /// List Tasks with their phase, queue position and why they wait.
+    #[command(
+        alias = "list",
+        after_help = "Examples:\n  \
+        kubectl longtask get\n  \
+        kubectl longtask get train\n  \
+        kubectl longtask list -A"
+    )]
+    Get(GetArgs),
+    /// Status, conditions, Events and the log tail of a Task on one screen.
+    #[command(after_help = "Example:\n  kubectl longtask describe train")]
+    Describe(NameArg),
+    /// Cancel Tasks (spec.cancel: the program gets SIGTERM, the result written so far is kept).
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask cancel train\n  \
+        kubectl longtask cancel a b c")]
+    Cancel(NamesArg),
+    /// Create a new Task from an existing Task's spec.
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask rerun nightly\n  \
+        kubectl longtask rerun nightly --name nightly-again --wait")]
+    Rerun(RerunArgs),
+    /// Delete finished Tasks (with their Jobs, pods and results).
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask delete --finished\n  \
+        kubectl longtask delete --finished --older-than 7d\n  \
+        kubectl longtask delete --finished --keep 10")]
+    Delete(DeleteArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(after_help = "Example:\n  source <(kubectl-longtask completion bash)")]
+    Completion(CompletionArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Name of the new Task.
+    pub name: String,
+    /// CPU request, e.g. 500m or 2.
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// Memory request, e.g. 512Mi.
+    #[arg(long)]
+    pub memory: Option<String>,
+    /// Environment variable K=V (repeatable).
+    #[arg(long = "env", short = 'e', value_name = "K=V")]
+    pub env: Vec<String>,
+    /// Retries after a failed attempt (0..10).
+    #[arg(long)]
+    pub retries: Option<i32>,
+    /// Time limit, e.g. 90s, 30m, 2h.
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+    /// Run as an Indexed Job of N shards.
+    #[arg(long)]
+    pub shards: Option<i32>,
+    /// At most P shards at once.
+    #[arg(long)]
+    pub parallelism: Option<i32>,
+    /// Wait until the Task finishes; exit code follows the outcome.
+    #[arg(long, conflicts_with = "follow")]
+    pub wait: bool,
+    /// Stream the logs until the Task finishes; exit code follows the outcome.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// "client": print the Task instead of creating it.
+    #[arg(long, value_name = "client")]
+    pub dry_run: Option<String>,
+    /// Output format with --dry-run: yaml or json.
+    #[arg(short = 'o', long, default_value = "yaml")]
+    pub output: String,
+    /// The program and its arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct LogsArgs {
+    pub name: String,
+    /// Follow until the Task finishes (across retries).
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// Print the logs of every attempt, not only the newest.
+    #[arg(long)]
+    pub all_attempts: bool,
+    /// Only this shard of a sharded Task.
+    #[arg(long)]
+    pub shard: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct WaitArgs {
+    #[arg(required = true)]
+    pub names: Vec<String>,
+    /// Give up after this long, e.g. 10m (exit code 124).
+    #[arg(long, value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+}
+
+#[derive(Args, Debug)]
+pub struct ResultArgs {
+    pub name: String,
+    /// Write the result to FILE instead of standard output.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<std::path::PathBuf>,
+    /// Only this shard's result (default for sharded Tasks: all, in order).
+    #[arg(long)]
+    pub shard: Option<u32>,
+}
+
+#[derive(Args, Debug)]
+pub struct GetArgs {
+    /// Task names (default: all in the namespace).
+    pub names: Vec<String>,
+    /// All namespaces.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct NameArg {
+    pub name: String,
+}
+
+#[derive(Args, Debug)]
+pub struct NamesArg {
+    #[arg(required = true)]
+    pub names: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct RerunArgs {
+    pub name: String,
+    /// Name of the new Task (default: NAME-rerun-<random suffix>).
+    #[arg(long = "name")]
+    pub new_name: Option<String>,
+    /// Wait until the new Task finishes.
+    #[arg(long, conflicts_with = "follow")]
+    pub wait: bool,
+    /// Stream the new Task's logs until it finishes.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct DeleteArgs {
+    /// Delete finished (Completed or Failed) Tasks. Required: this command
+    /// never deletes running ones.
+    #[arg(long, required = true)]
+    pub finished: bool,
+    /// Only those finished longer ago than this, e.g. 7d, 12h.
+    #[arg(long, value_parser = parse_duration)]
+    pub older_than: Option<Duration>,
+    /// Keep the newest N finished Tasks (per namespace).
+    #[arg(long)]
+    pub keep: Option<usize>,
+    /// All namespaces.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Print what would be deleted, delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionArgs {
+    pub shell: clap_complete::Shell,
+}
+
+/// `90s`, `30m`, `2h`, `7d`, or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a duration (e.g. 90s, 30m, 2h, 7d)"))?;
+    let secs = match unit {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        _ => return Err(format!("{s:?}: unit must be s, m, h or d")),
+    };
+    Ok(Duration::from_secs(n.saturating_mul(secs)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_duration("7d"), Ok(Duration::from_secs(604_800)));
+        assert!(parse_duration("1w").is_err());
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn run_takes_everything_after_dashes() {
+        let cli = Cli::try_parse_from([
+            "kubectl-longtask",
+            "-n",
+            "ns",
+            "run",
+            "t",
+            "--cpu",
+            "2",
+            "--wait",
+            "--",
+            "sh",
+            "-c",
+            "echo --wait",
+        ])
+        .expect("parses");
+        let Command::Run(r) = cli.command else {
+            panic!("not run")
+        };
+        assert_eq!(cli.global.namespace.as_deref(), Some("ns"));
+        assert!(r.wait);
+        assert_eq!(r.command, ["sh", "-c", "echo --wait"]);
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

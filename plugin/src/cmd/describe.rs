@@ -1,0 +1,288 @@
+//! `kubectl longtask describe NAME`: the spec in brief, the status fields,
+//! the conditions, the Task's Events and its log tail, on one screen.
+
+use std::fmt::Write;
+
+use crds::Task;
+use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::ListParams;
+use kube::{Api, ResourceExt};
+
+use crate::cli::NameArg;
+use crate::client::{Error, Kube};
+use crate::cmd::show;
+
+pub async fn run(k: &Kube, a: NameArg) -> Result<(), Error> {
+    let task = k.task(&a.name).await?;
+    // Events are a help, not the point: without them, say why and go on.
+    let events = Api::<Event>::namespaced(k.client.clone(), &k.namespace)
+        .list(&ListParams::default().fields(&format!(
+            "involvedObject.name={},involvedObject.kind={}",
+            a.name,
+            crds::names::KIND
+        )))
+        .await
+        .map(|l| l.items)
+        .map_err(|e| Error::api("list", "events", &k.namespace, None, e).to_string());
+    print!("{}", render(&task, events, Timestamp::now()));
+    Ok(())
+}
+
+/// Longest result shown inline; a longer one is left to `result`.
+const INLINE_RESULT: usize = 200;
+
+fn when(t: Option<&Time>, now: Timestamp) -> String {
+    t.map(|t| format!("{} ({} ago)", t.0, show::human(show::seconds_since(now, t))))
+        .unwrap_or_else(|| "<none>".to_owned())
+}
+
+/// The whole screen. `events` is the list, or why it could not be read.
+pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> String {
+    let mut o = String::new();
+    let s = t.status.clone().unwrap_or_default();
+    let name = t.name_any();
+    let mut field = |k: &str, v: &str| {
+        if !v.is_empty() {
+            let _ = writeln!(o, "{:<13}{v}", format!("{k}:"));
+        }
+    };
+    field("Name", &name);
+    field("Namespace", &t.namespace().unwrap_or_default());
+    field(
+        "Created",
+        &when(t.metadata.creation_timestamp.as_ref(), now),
+    );
+    if let Some(origin) = t.labels().get(crds::names::labels::RERUN_OF) {
+        field("Rerun of", origin);
+    }
+    let mut command = t.spec.command.clone();
+    command.extend(t.spec.args.iter().cloned());
+    field("Command", &command.join(" "));
+    if t.spec.is_sharded() {
+        field(
+            "Shards",
+            &format!("{} ({} at once)", t.spec.shards, t.spec.shard_parallelism()),
+        );
+    }
+    if t.spec.cancel {
+        field("Cancel", "requested");
+    }
+    field("Phase", s.phase.map_or("<not started>", |p| p.as_str()));
+    field("Reason", s.reason.as_deref().unwrap_or_default());
+    field("Message", s.message.as_deref().unwrap_or_default());
+    field(
+        "Attempts",
+        &s.attempts.map(|a| a.to_string()).unwrap_or_default(),
+    );
+    field(
+        "Exit Code",
+        &s.exit_code.map(|c| c.to_string()).unwrap_or_default(),
+    );
+    if let Some(p) = &s.progress {
+        let msg = p.message.as_deref().unwrap_or_default();
+        field("Progress", format!("{} {msg}", p.display).trim_end());
+    }
+    field("Job", s.job_name.as_deref().unwrap_or_default());
+    field("Pod", s.pod_name.as_deref().unwrap_or_default());
+    if s.started_at.is_some() {
+        field("Started", &when(s.started_at.as_ref(), now));
+    }
+    if s.completed_at.is_some() {
+        field("Completed", &when(s.completed_at.as_ref(), now));
+    }
+    if let Some(c) = &s.shards {
+        field(
+            "Shard Counts",
+            &format!(
+                "{} succeeded, {} failed, {} active",
+                c.succeeded, c.failed, c.active
+            ),
+        );
+    }
+    if let Some(r) = &s.result {
+        let whole = s.result_truncated != Some(true);
+        let shown = if whole && r.len() <= INLINE_RESULT && !r.trim_end().contains('\n') {
+            r.trim_end().to_owned()
+        } else {
+            format!(
+                "{}{} bytes in the status (kubectl longtask result {name} prints all of it)",
+                if whole { "" } else { "first " },
+                r.len()
+            )
+        };
+        field("Result", &shown);
+        field("Digest", s.result_digest.as_deref().unwrap_or_default());
+    }
+    o.push_str("Conditions:\n");
+    if s.conditions.is_empty() {
+        o.push_str("  <none>\n");
+    } else {
+        let rows: Vec<Vec<String>> = s
+            .conditions
+            .iter()
+            .map(|c| {
+                vec![
+                    c.type_.clone(),
+                    c.status.clone(),
+                    c.reason.clone(),
+                    show::human(show::seconds_since(now, &c.last_transition_time)),
+                    c.message.clone(),
+                ]
+            })
+            .collect();
+        indent(
+            &mut o,
+            &show::table(&["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"], &rows),
+        );
+    }
+    o.push_str("Events:\n");
+    match events {
+        Err(why) => {
+            let _ = writeln!(o, "  <cannot list: {why}>");
+        }
+        Ok(ev) => {
+            let rows = event_rows(t, ev, now);
+            if rows.is_empty() {
+                o.push_str("  <none>\n");
+            } else {
+                indent(
+                    &mut o,
+                    &show::table(&["TYPE", "REASON", "AGE", "FROM", "MESSAGE"], &rows),
+                );
+            }
+        }
+    }
+    o.push_str("Log Tail:\n");
+    match s.log_tail.as_deref().filter(|l| !l.is_empty()) {
+        None => o.push_str("  <none yet: kept once a run ends>\n"),
+        Some(tail) => indent(&mut o, tail),
+    }
+    o
+}
+
+fn indent(o: &mut String, text: &str) {
+    for line in text.lines() {
+        let _ = writeln!(o, "  {line}");
+    }
+}
+
+/// This Task's Events (not those of an earlier Task of the same name),
+/// oldest first, as TYPE, REASON, AGE, FROM, MESSAGE.
+fn event_rows(t: &Task, mut ev: Vec<Event>, now: Timestamp) -> Vec<Vec<String>> {
+    let uid = t.metadata.uid.as_deref();
+    ev.retain(|e| uid.is_none() || e.involved_object.uid.as_deref() == uid);
+    let last = |e: &Event| {
+        e.last_timestamp
+            .clone()
+            .or_else(|| e.event_time.as_ref().map(|m| Time(m.0)))
+            .or_else(|| e.metadata.creation_timestamp.clone())
+    };
+    ev.sort_by_key(|e| last(e).map(|t| t.0));
+    ev.iter()
+        .map(|e| {
+            let age = last(e)
+                .map(|t| show::human(show::seconds_since(now, &t)))
+                .unwrap_or_default();
+            let count = e.count.filter(|c| *c > 1);
+            let from = e
+                .source
+                .as_ref()
+                .and_then(|s| s.component.clone())
+                .or_else(|| e.reporting_component.clone())
+                .unwrap_or_default();
+            vec![
+                e.type_.clone().unwrap_or_default(),
+                e.reason.clone().unwrap_or_default(),
+                match count {
+                    Some(c) => format!("{age} (x{c})"),
+                    None => age,
+                },
+                from,
+                e.message.clone().unwrap_or_default().trim_end().to_owned(),
+            ]
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{NOW, at, now, task};
+    use crds::Phase;
+    use crds::conditions::{reasons, types};
+    use k8s_openapi::api::core::v1::{EventSource, ObjectReference};
+
+    fn event(uid: &str, reason: &str, secs_ago: i64) -> Event {
+        Event {
+            involved_object: ObjectReference {
+                uid: Some(uid.into()),
+                ..ObjectReference::default()
+            },
+            type_: Some("Normal".into()),
+            reason: Some(reason.into()),
+            message: Some(format!("{reason} happened")),
+            last_timestamp: Some(Time(at(NOW - secs_ago))),
+            source: Some(EventSource {
+                component: Some("longtask-operator".into()),
+                host: None,
+            }),
+            ..Event::default()
+        }
+    }
+
+    #[test]
+    fn one_screen_with_status_conditions_events_and_log_tail() {
+        let mut t = task("train")
+            .phase(Phase::Failed)
+            .reason(reasons::BACKOFF_LIMIT_EXCEEDED, "exit code 3")
+            .attempts(2)
+            .completed(NOW - 60)
+            .result("partial", false, "sha256:ab")
+            .condition(
+                types::FAILED,
+                "True",
+                reasons::BACKOFF_LIMIT_EXCEEDED,
+                "exit code 3",
+            )
+            .build();
+        if let Some(s) = t.status.as_mut() {
+            s.log_tail = Some("step 1\nboom\n".into());
+        }
+        let events = vec![
+            event("uid-train", "Failed", 60),
+            event("uid-old-train", "Stale", 600),
+            event("uid-train", "JobCreated", 120),
+        ];
+        let out = render(&t, Ok(events), now());
+        for want in [
+            "Name:        train\n",
+            "Phase:       Failed\n",
+            "Reason:      BackoffLimitExceeded\n",
+            "Attempts:    2\n",
+            "Result:      partial\n",
+            "Digest:      sha256:ab\n",
+            "  TYPE     STATUS   REASON                 AGE   MESSAGE\n",
+            "  Failed   True     BackoffLimitExceeded   30s   exit code 3\n",
+            "Log Tail:\n  step 1\n  boom\n",
+        ] {
+            assert!(out.contains(want), "{want:?} in\n{out}");
+        }
+        let job = out.find("JobCreated").expect("event");
+        assert!(
+            job < out.find("Failed happened").expect("event"),
+            "oldest first\n{out}"
+        );
+        assert!(!out.contains("Stale"), "another Task's events\n{out}");
+    }
+
+    #[test]
+    fn missing_parts_say_so() {
+        let out = render(&task("new").build(), Err("forbidden".into()), now());
+        assert!(out.contains("Phase:       <not started>"), "{out}");
+        assert!(out.contains("Conditions:\n  <none>\n"), "{out}");
+        assert!(out.contains("<cannot list: forbidden>"), "{out}");
+        assert!(out.contains("Log Tail:\n  <none yet"), "{out}");
+    }
+}

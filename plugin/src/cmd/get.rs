@@ -1,0 +1,202 @@
+//! `kubectl longtask get [NAMES] [-A]` (alias `list`): a table like
+//! `kubectl get`, with what a Task waits for: its queue position while
+//! Queued for a slot, else the Waiting condition's reason.
+
+use crds::conditions::{reasons, types};
+use crds::{Phase, Task};
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+use kube::api::ListParams;
+
+use crate::cli::GetArgs;
+use crate::client::{Error, Kube};
+use crate::cmd::show;
+
+pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
+    let mut tasks = Vec::new();
+    let mut missing = 0;
+    if a.names.is_empty() {
+        let (api, ns) = if a.all_namespaces {
+            (k.all_tasks(), "")
+        } else {
+            (k.tasks(), k.namespace.as_str())
+        };
+        tasks = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| Error::api("list", "tasks", ns, None, e))?
+            .items;
+        tasks.sort_by_key(|t| (t.namespace(), t.name_any()));
+    } else {
+        for n in &a.names {
+            match k.task(n).await {
+                Ok(t) => tasks.push(t),
+                Err(e @ Error::NotFound { .. }) => {
+                    eprintln!("error: {e}");
+                    missing += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    if tasks.is_empty() && missing == 0 {
+        match a.all_namespaces {
+            true => eprintln!("No tasks found."),
+            false => eprintln!("No tasks found in {} namespace.", k.namespace),
+        }
+    } else if !tasks.is_empty() {
+        print!("{}", table(&tasks, Timestamp::now(), a.all_namespaces));
+    }
+    match missing {
+        0 => Ok(()),
+        _ => Err(Error::Exit(1)),
+    }
+}
+
+/// The table `get` prints (a NAMESPACE column first with `-A`).
+pub fn table(tasks: &[Task], now: Timestamp, all_namespaces: bool) -> String {
+    let mut header = vec!["NAME", "PHASE", "REASON", "ATTEMPTS", "AGE", "WAITING"];
+    let rows: Vec<Vec<String>> = tasks
+        .iter()
+        .map(|t| {
+            let mut r = row(t, now);
+            if all_namespaces {
+                r.insert(0, t.namespace().unwrap_or_default());
+            }
+            r
+        })
+        .collect();
+    if all_namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    show::table(&header, &rows)
+}
+
+/// NAME, PHASE, REASON, ATTEMPTS, AGE, WAITING of one Task.
+pub fn row(t: &Task, now: Timestamp) -> Vec<String> {
+    let s = t.status.clone().unwrap_or_default();
+    let age = t
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|c| show::human(show::seconds_since(now, c)))
+        .unwrap_or_else(|| "<unknown>".to_owned());
+    vec![
+        t.name_any(),
+        s.phase.map(Phase::as_str).unwrap_or_default().to_owned(),
+        s.reason.unwrap_or_default(),
+        s.attempts.map(|a| a.to_string()).unwrap_or_default(),
+        age,
+        waiting(t),
+    ]
+}
+
+/// What a Task waits for: "position 3 of 7" while Queued for a slot,
+/// "Suspended", or the reason its pod cannot start (Unschedulable…);
+/// empty when it waits for nothing.
+pub fn waiting(t: &Task) -> String {
+    let Some(s) = t.status.as_ref() else {
+        return String::new();
+    };
+    let cond = s
+        .conditions
+        .iter()
+        .find(|c| c.type_ == types::WAITING && c.status == "True");
+    if s.phase == Some(Phase::Queued) && s.reason.as_deref() == Some(reasons::QUEUE_FULL) {
+        // The operator words it "position N of M in the queue: <cap>".
+        let message = s
+            .message
+            .as_deref()
+            .or(cond.map(|c| c.message.as_str()))
+            .unwrap_or_default();
+        if let Some(pos) = queue_position(message) {
+            return pos.to_owned();
+        }
+    }
+    cond.map(|c| c.reason.clone()).unwrap_or_default()
+}
+
+/// "position N of M" from the operator's queue message.
+fn queue_position(message: &str) -> Option<&str> {
+    let end = message.find(" in the queue")?;
+    message[..end]
+        .starts_with("position ")
+        .then(|| &message[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{NOW, now, task};
+
+    #[test]
+    fn rows_show_phase_reason_attempts_age_and_waiting() {
+        let queued = task("q")
+            .created(NOW - 200)
+            .phase(Phase::Queued)
+            .reason(
+                reasons::QUEUE_FULL,
+                "position 3 of 7 in the queue: at most 2 Tasks may be active at once (--max-active-tasks)",
+            )
+            .condition(types::WAITING, "True", reasons::QUEUE_FULL, "position 3 of 7 in the queue: …")
+            .build();
+        assert_eq!(
+            row(&queued, now()),
+            ["q", "Queued", "QueueFull", "", "3m20s", "position 3 of 7"]
+        );
+        let stuck = task("s")
+            .phase(Phase::Running)
+            .reason(reasons::JOB_CREATED, "")
+            .attempts(1)
+            .condition(
+                types::WAITING,
+                "True",
+                reasons::UNSCHEDULABLE,
+                "0/1 nodes are available",
+            )
+            .build();
+        assert_eq!(
+            row(&stuck, now()),
+            ["s", "Running", "JobCreated", "1", "60m", "Unschedulable"]
+        );
+        let done = task("d")
+            .phase(Phase::Completed)
+            .reason(reasons::SUCCEEDED, "")
+            .attempts(2)
+            .condition(types::WAITING, "False", reasons::NOT_WAITING, "")
+            .build();
+        assert_eq!(row(&done, now())[5], "");
+        assert_eq!(
+            row(&task("new").build(), now())[1..],
+            ["", "", "", "60m", ""]
+        );
+    }
+
+    #[test]
+    fn suspended_shows_its_reason() {
+        let t = task("k")
+            .phase(Phase::Queued)
+            .reason(reasons::SUSPENDED, "the Job is suspended")
+            .condition(
+                types::WAITING,
+                "True",
+                reasons::SUSPENDED,
+                "the Job is suspended",
+            )
+            .build();
+        assert_eq!(waiting(&t), "Suspended");
+    }
+
+    #[test]
+    fn all_namespaces_adds_a_column() {
+        let t = [task("a").namespace("team-1").build()];
+        let out = table(&t, now(), true);
+        assert!(out.starts_with("NAMESPACE   NAME   PHASE"), "{out}");
+        assert!(
+            out.lines()
+                .nth(1)
+                .is_some_and(|l| l.starts_with("team-1      a ")),
+            "{out}"
+        );
+    }
+}

@@ -1,0 +1,272 @@
+//! `kubectl longtask logs`: a Task's log, wherever it is. Waits for the pod
+//! (saying why on stderr), follows it and then each retry's pod, every shard
+//! at once with a `[shard I] ` prefix, and once the pods are gone prints the
+//! lines the Task kept in `status.logTail`.
+
+mod pods;
+mod stream;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use crds::Task;
+use crds::names::labels;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::ListParams;
+use tokio::task::JoinHandle;
+
+use crate::cli::LogsArgs;
+use crate::client::{Error, Kube};
+use crate::cmd::outcome::finished;
+
+/// How often following looks for new pods and the Task's end (the lines
+/// themselves stream as they come).
+const POLL: Duration = Duration::from_secs(1);
+
+/// What to print.
+#[derive(Clone, Copy, Debug)]
+struct Opts {
+    follow: bool,
+    /// Earlier attempts too, not only the newest.
+    all_attempts: bool,
+    /// A line naming the pod before each attempt's log.
+    headers: bool,
+    shard: Option<u32>,
+}
+
+pub async fn run(k: &Kube, a: LogsArgs) -> Result<(), Error> {
+    let task = k.task(&a.name).await?;
+    let shards = u32::try_from(task.spec.shards.max(1)).unwrap_or(1);
+    if let Some(s) = a.shard.filter(|s| *s >= shards) {
+        return Err(Error::Usage(format!(
+            "--shard {s}: task {} has {shards} shard(s), numbered from 0",
+            a.name
+        )));
+    }
+    let o = Opts {
+        follow: a.follow,
+        all_attempts: a.all_attempts,
+        headers: a.all_attempts,
+        shard: a.shard,
+    };
+    if o.follow {
+        follow(k, task, o).await
+    } else {
+        current(k, task, o).await
+    }
+}
+
+/// Streams the logs of Task `name` (every shard, across retries) to
+/// stdout until the Task is finished. Used by `run --follow` and
+/// `rerun --follow`, which then report the outcome.
+pub async fn follow_task(k: &Kube, name: &str) -> Result<(), Error> {
+    let task = k.task(name).await?;
+    let o = Opts {
+        follow: true,
+        all_attempts: true,
+        headers: false,
+        shard: None,
+    };
+    follow(k, task, o).await
+}
+
+fn pod_api(k: &Kube) -> Api<Pod> {
+    Api::namespaced(k.client.clone(), &k.namespace)
+}
+
+/// The Task's pods, by shard, oldest attempt first.
+async fn list(k: &Kube, task: &Task, o: Opts) -> Result<BTreeMap<u32, Vec<Pod>>, Error> {
+    let uid = task.metadata.uid.as_deref().unwrap_or_default();
+    let lp = ListParams::default().labels(&format!("{}={uid}", labels::TASK_UID));
+    let list = pod_api(k)
+        .list(&lp)
+        .await
+        .map_err(|e| Error::api("list", "pods", &k.namespace, None, e))?;
+    Ok(pods::attempts(task, list.items, o.shard))
+}
+
+fn prefix(task: &Task, shard: u32) -> String {
+    if task.spec.is_sharded() {
+        format!("[shard {shard}] ")
+    } else {
+        String::new()
+    }
+}
+
+fn name_of(p: &Pod) -> String {
+    p.metadata.name.clone().unwrap_or_default()
+}
+
+fn header(prefix: &str, p: &Pod, attempt: usize) -> Result<(), Error> {
+    let line = format!("==> pod {} (attempt {attempt}) <==", name_of(p));
+    stream::print_line(prefix, line.as_bytes())
+}
+
+/// The pods are gone (the Job's TTL, or deleted): what the Task kept.
+fn log_tail(task: &Task) -> Result<(), Error> {
+    let tail = task
+        .status
+        .as_ref()
+        .and_then(|s| s.log_tail.clone())
+        .unwrap_or_default();
+    if tail.is_empty() {
+        eprintln!("pods are gone, and status.logTail is empty");
+        return Ok(());
+    }
+    eprintln!("pods are gone; showing the last lines kept in status.logTail");
+    for line in tail.lines() {
+        stream::print_line("", line.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Without `-f`: the logs as they are now, and out.
+async fn current(k: &Kube, task: Task, o: Opts) -> Result<(), Error> {
+    let by_shard = list(k, &task, o).await?;
+    if by_shard.is_empty() {
+        let had_pods = task.status.as_ref().and_then(|s| s.attempts).unwrap_or(0) > 0;
+        if finished(&task) || had_pods {
+            return log_tail(&task);
+        }
+        eprintln!("{}", pods::why_waiting(&task, None));
+        return Ok(());
+    }
+    for (shard, attempts) in by_shard {
+        let prefix = prefix(&task, shard);
+        let skip = if o.all_attempts {
+            0
+        } else {
+            attempts.len() - 1
+        };
+        for (i, p) in attempts.iter().enumerate().skip(skip) {
+            if !pods::started(p) {
+                if !pods::ended(p) {
+                    eprintln!("{prefix}{}", pods::why_waiting(&task, Some(p)));
+                }
+                continue;
+            }
+            if o.headers {
+                header(&prefix, p, i + 1)?;
+            }
+            stream::pod_log(pod_api(k), name_of(p), prefix.clone(), false).await?;
+        }
+    }
+    Ok(())
+}
+
+/// One shard's progress through its attempts.
+#[derive(Default)]
+struct Shard {
+    /// Pods (by UID) read to their end, or skipped.
+    done: HashSet<String>,
+    /// The pod followed now.
+    current: Option<(String, JoinHandle<Result<u64, Error>>)>,
+    /// Attempts followed so far.
+    followed: usize,
+    /// Whether the attempts before the newest were set aside (without
+    /// `--all-attempts`, on first sight of the shard's pods).
+    primed: bool,
+}
+
+fn uid_of(p: &Pod) -> String {
+    p.metadata.uid.clone().unwrap_or_default()
+}
+
+/// Prints a waiting line unless it is the one last said for `key`.
+fn say(said: &mut HashMap<Option<u32>, String>, key: Option<u32>, line: String) {
+    if said.get(&key) != Some(&line) {
+        eprintln!("{line}");
+        said.insert(key, line);
+    }
+}
+
+/// With `-f`: follows every shard's pods in turn until the Task is
+/// finished and the last pod's log is read.
+async fn follow(k: &Kube, mut task: Task, o: Opts) -> Result<(), Error> {
+    let name = task.metadata.name.clone().unwrap_or_default();
+    let mut shards: BTreeMap<u32, Shard> = BTreeMap::new();
+    // The last waiting line said, per shard (None: the Task as a whole).
+    let mut said: HashMap<Option<u32>, String> = HashMap::new();
+    let mut printed = 0u64;
+    loop {
+        let done = finished(&task);
+        let by_shard = list(k, &task, o).await?;
+        if by_shard.is_empty() && shards.values().all(|s| s.current.is_none()) {
+            if done {
+                if printed == 0 {
+                    log_tail(&task)?;
+                }
+                return Ok(());
+            }
+            say(&mut said, None, pods::why_waiting(&task, None));
+        }
+        let mut busy = false;
+        for (shard, attempts) in &by_shard {
+            let st = shards.entry(*shard).or_default();
+            let prefix = prefix(&task, *shard);
+            if let Some((uid, h)) = st.current.take_if(|(_, h)| h.is_finished()) {
+                printed += h
+                    .await
+                    .map_err(|e| Error::Usage(format!("log reader: {e}")))??;
+                st.done.insert(uid);
+            }
+            if st.current.is_some() {
+                busy = true;
+                continue;
+            }
+            if !st.primed {
+                st.primed = true;
+                if !o.all_attempts {
+                    let older = attempts.len().saturating_sub(1);
+                    st.done.extend(attempts.iter().take(older).map(uid_of));
+                }
+            }
+            let Some((i, p)) = attempts
+                .iter()
+                .enumerate()
+                .find(|(_, p)| !st.done.contains(&uid_of(p)))
+            else {
+                continue;
+            };
+            if !pods::started(p) {
+                if pods::ended(p) {
+                    // Ended without running (evicted before start): no log.
+                    st.done.insert(uid_of(p));
+                    busy = true;
+                } else if !done {
+                    let why = pods::why_waiting(&task, Some(p));
+                    say(&mut said, Some(*shard), format!("{prefix}{why}"));
+                }
+                continue;
+            }
+            if o.headers {
+                header(&prefix, p, i + 1)?;
+            } else if st.followed > 0 {
+                eprintln!("{prefix}following the next attempt, pod {}", name_of(p));
+            }
+            st.followed += 1;
+            said.remove(&Some(*shard));
+            let h = tokio::spawn(stream::pod_log(pod_api(k), name_of(p), prefix, true));
+            st.current = Some((uid_of(p), h));
+            busy = true;
+        }
+        // Pods that vanished while followed: their readers end on their own.
+        for (shard, st) in shards.iter_mut() {
+            if by_shard.contains_key(shard) {
+                continue;
+            }
+            if let Some((uid, h)) = st.current.take() {
+                printed += h
+                    .await
+                    .map_err(|e| Error::Usage(format!("log reader: {e}")))??;
+                st.done.insert(uid);
+            }
+        }
+        if done && !busy {
+            return Ok(());
+        }
+        tokio::time::sleep(POLL).await;
+        task = k.task(&name).await?;
+    }
+}

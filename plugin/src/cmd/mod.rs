@@ -1,0 +1,13 @@
+//! One module per verb; `outcome` is shared by those that wait.
+
+pub mod cancel;
+pub mod delete;
+pub mod describe;
+pub mod get;
+pub mod logs;
+pub mod outcome;
+pub mod rerun;
+pub mod result;
+pub mod run;
+pub mod show;
+pub mod wait;

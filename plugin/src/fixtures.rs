@@ -1,0 +1,113 @@
+//! Tasks for unit tests, built the same way by every test:
+//! `task("t").phase(Phase::Completed).completed(NOW - 60).build()`.
+
+use crds::{Phase, Task, TaskSpec, TaskStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::Timestamp;
+
+/// The "now" of every test: a fixed instant, in seconds since the epoch.
+pub const NOW: i64 = 1_800_000_000;
+
+/// [`NOW`] as a timestamp.
+pub fn now() -> Timestamp {
+    at(NOW)
+}
+
+/// `secs` since the epoch as a timestamp.
+pub fn at(secs: i64) -> Timestamp {
+    Timestamp::from_second(secs).expect("valid time")
+}
+
+/// A Task named `name` in namespace "ns" running `true`, created at NOW - 1h.
+pub fn task(name: &str) -> TaskBuilder {
+    let mut t = Task::new(
+        name,
+        TaskSpec {
+            command: vec!["true".into()],
+            args: vec![],
+            env: vec![],
+            resources: None,
+            timeout_seconds: None,
+            start_timeout_seconds: None,
+            retries: 0,
+            ttl_seconds_after_finished: None,
+            cancel: false,
+            priority: 0,
+            shards: 1,
+            parallelism: None,
+        },
+    );
+    t.metadata.namespace = Some("ns".into());
+    t.metadata.uid = Some(format!("uid-{name}"));
+    t.metadata.creation_timestamp = Some(Time(at(NOW - 3600)));
+    TaskBuilder(t)
+}
+
+pub struct TaskBuilder(Task);
+
+impl TaskBuilder {
+    fn status(&mut self) -> &mut TaskStatus {
+        self.0.status.get_or_insert_with(TaskStatus::default)
+    }
+
+    pub fn namespace(mut self, ns: &str) -> Self {
+        self.0.metadata.namespace = Some(ns.into());
+        self
+    }
+
+    pub fn created(mut self, secs: i64) -> Self {
+        self.0.metadata.creation_timestamp = Some(Time(at(secs)));
+        self
+    }
+
+    pub fn phase(mut self, p: Phase) -> Self {
+        self.status().phase = Some(p);
+        self
+    }
+
+    pub fn reason(mut self, reason: &str, message: &str) -> Self {
+        let s = self.status();
+        s.reason = Some(reason.into());
+        s.message = Some(message.into());
+        self
+    }
+
+    pub fn attempts(mut self, n: i32) -> Self {
+        self.status().attempts = Some(n);
+        self
+    }
+
+    pub fn completed(mut self, secs: i64) -> Self {
+        self.status().completed_at = Some(Time(at(secs)));
+        self
+    }
+
+    pub fn shards(mut self, n: i32) -> Self {
+        self.0.spec.shards = n;
+        self
+    }
+
+    pub fn result(mut self, text: &str, truncated: bool, digest: &str) -> Self {
+        let s = self.status();
+        s.result = Some(text.into());
+        s.result_truncated = truncated.then_some(true);
+        s.result_digest = Some(digest.into());
+        self
+    }
+
+    pub fn condition(mut self, type_: &str, status: &str, reason: &str, message: &str) -> Self {
+        self.status().conditions.push(Condition {
+            type_: type_.into(),
+            status: status.into(),
+            reason: reason.into(),
+            message: message.into(),
+            last_transition_time: Time(at(NOW - 30)),
+            observed_generation: None,
+        });
+        self
+    }
+
+    pub fn build(self) -> Task {
+        self.0
+    }
+}

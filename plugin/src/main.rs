@@ -1,0 +1,70 @@
+//! `kubectl longtask`: a kubectl plugin (kubectl finds `kubectl-longtask`
+//! on PATH) for a Task's whole life: run, logs, wait, result, get,
+//! describe, cancel, rerun, delete.
+
+mod cli;
+mod client;
+mod cmd;
+#[cfg(test)]
+mod fixtures;
+
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+use cli::{Cli, Command};
+use client::{Error, Kube};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Error::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Err(e) => {
+            eprintln!("error: {}", chain(&e));
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Error> {
+    if let Command::Completion(c) = &cli.command {
+        let mut command = Cli::command();
+        clap_complete::generate(
+            c.shell,
+            &mut command,
+            "kubectl-longtask",
+            &mut std::io::stdout(),
+        );
+        return Ok(());
+    }
+    let k = Kube::connect(&cli.global).await?;
+    match cli.command {
+        Command::Run(a) => cmd::run::run(&k, a).await,
+        Command::Logs(a) => cmd::logs::run(&k, a).await,
+        Command::Wait(a) => cmd::wait::run(&k, a).await,
+        Command::Result(a) => cmd::result::run(&k, a).await,
+        Command::Get(a) => cmd::get::run(&k, a).await,
+        Command::Describe(a) => cmd::describe::run(&k, a).await,
+        Command::Cancel(a) => cmd::cancel::run(&k, a).await,
+        Command::Rerun(a) => cmd::rerun::run(&k, a).await,
+        Command::Delete(a) => cmd::delete::run(&k, a).await,
+        Command::Completion(_) => Ok(()),
+    }
+}
+
+/// An error and its causes on one line, each cause once.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = s.source();
+    }
+    out
+}
