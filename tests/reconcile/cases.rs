@@ -242,3 +242,32 @@ pub async fn queued_task_starts_when_a_slot_frees(c: Arc<Cluster>, ns: TestNs) -
     );
     Ok(())
 }
+
+/// `kubectl longtask` against a cluster without the Task API says that
+/// longtask is not installed and how to install it (not "not found").
+pub async fn plugin_says_longtask_is_not_installed(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let crd = longtask_e2e::root().join("manifests/crd.yaml");
+    let crd = crd.to_str().context("path")?;
+    c.kubectl.run(&["delete", "-f", crd, "--wait=true"])?;
+    let out = c.kubectl.plugin(&ns.name, &["get", "anything"]);
+    // Put it back whatever happened, before judging.
+    c.kubectl.run(&["apply", "--server-side", "-f", crd])?;
+    c.kubectl.run(&[
+        "wait",
+        "--for=condition=Established",
+        "crd/tasks.longtask.dev",
+        "--timeout=60s",
+    ])?;
+    let out = out?;
+    ensure!(out.code == Some(1), "exit code {:?}", out.code);
+    ensure!(
+        out.stderr
+            .contains("longtask is not installed in this cluster")
+            && out
+                .stderr
+                .contains("kubectl apply --server-side -k manifests/"),
+        "stderr: {}",
+        out.stderr
+    );
+    Ok(())
+}

@@ -2,7 +2,8 @@
 //! a real API server (a devcluster with the CRD and no operator running),
 //! for what only an API server can show: a Job create that meets
 //! AlreadyExists, a status write that meets a newer Task, queued Tasks
-//! started when a slot frees. Each case works in its own namespace.
+//! started when a slot frees; and, in a cluster briefly without the CRD,
+//! the kubectl plugin's message for it. Each case works in its own namespace.
 //! Filter by substring: `cargo test -p longtask-e2e --test reconcile -- NAME`.
 
 #![allow(clippy::unwrap_used)]
@@ -27,6 +28,12 @@ static ALL: &[Case] = &[
         queued_task_starts_when_a_slot_frees,
         false,
         cases::queued_task_starts_when_a_slot_frees
+    ),
+    // Removes the CRD for a moment: alone, after the others.
+    case!(
+        plugin_says_longtask_is_not_installed,
+        true,
+        cases::plugin_says_longtask_is_not_installed
     ),
 ];
 
