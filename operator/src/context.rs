@@ -33,6 +33,22 @@ pub struct Config {
     pub backoff_max: Duration,
 }
 
+impl Config {
+    /// The operator's settings: the worker image and the per-call timeout
+    /// from the flags, the rest fixed.
+    pub fn new(worker_image: String, api_timeout: Duration) -> Config {
+        Config {
+            worker_image,
+            api_timeout,
+            running_requeue: Duration::from_secs(300),
+            blocked_requeue: Duration::from_secs(15),
+            queued_requeue: Duration::from_secs(2),
+            backoff_base: Duration::from_secs(1),
+            backoff_max: Duration::from_secs(300),
+        }
+    }
+}
+
 /// Shared by all reconciles, handed out as `Arc<Context>`.
 pub struct Context {
     pub client: Client,

@@ -148,15 +148,10 @@ fn context(cli: &Cli, client: &Client) -> Arc<Context> {
     };
     Arc::new(Context {
         client: client.clone(),
-        config: Config {
-            worker_image: cli.worker_image.clone().unwrap_or_default(),
-            api_timeout: Duration::from_secs(cli.api_timeout_seconds.max(1)),
-            running_requeue: Duration::from_secs(300),
-            blocked_requeue: Duration::from_secs(15),
-            queued_requeue: Duration::from_secs(2),
-            backoff_base: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(300),
-        },
+        config: Config::new(
+            cli.worker_image.clone().unwrap_or_default(),
+            Duration::from_secs(cli.api_timeout_seconds.max(1)),
+        ),
         recorder: Recorder::new(client.clone(), reporter),
         metrics: Arc::new(Metrics::new()),
         backoff: Backoff::default(),

@@ -30,15 +30,7 @@ fn context(client: &Client) -> Arc<Context> {
     };
     Arc::new(Context {
         client: client.clone(),
-        config: Config {
-            worker_image: WORKER_IMAGE.to_owned(),
-            api_timeout: Duration::from_secs(10),
-            running_requeue: Duration::from_secs(300),
-            blocked_requeue: Duration::from_secs(15),
-            queued_requeue: Duration::from_secs(2),
-            backoff_base: Duration::from_secs(1),
-            backoff_max: Duration::from_secs(300),
-        },
+        config: Config::new(WORKER_IMAGE.to_owned(), Duration::from_secs(10)),
         recorder: Recorder::new(client.clone(), reporter),
         metrics: Arc::new(Metrics::new()),
         backoff: Backoff::default(),
