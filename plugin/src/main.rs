@@ -21,6 +21,8 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(Error::Exit(code)) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        // The reader went away (`| head`): stop quietly, as cat does.
+        Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {}", chain(&e));
             ExitCode::from(1)
@@ -52,6 +54,15 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Delete(a) => cmd::delete::run(&k, a).await,
         Command::Completion(_) => Ok(()),
     }
+}
+
+/// Writes to stdout; an error (e.g. a closed pipe) is returned, never a
+/// panic as with `print!`.
+pub fn out(bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(bytes.as_ref())?;
+    stdout.flush()
 }
 
 /// An error and its causes on one line, each cause once.

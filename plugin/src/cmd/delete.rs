@@ -41,12 +41,12 @@ pub async fn run(k: &Kube, a: DeleteArgs) -> Result<(), Error> {
             String::new()
         };
         if a.dry_run {
-            println!("task/{name} deleted (dry run){where_}");
+            crate::out(format!("task/{name} deleted (dry run){where_}\n"))?;
             continue;
         }
         let api = kube::Api::<Task>::namespaced(k.client.clone(), &ns);
         match api.delete(&name, &DeleteParams::background()).await {
-            Ok(_) => println!("task/{name} deleted{where_}"),
+            Ok(_) => crate::out(format!("task/{name} deleted{where_}\n"))?,
             // Someone else deleted it meanwhile: the goal is reached.
             Err(kube::Error::Api(s)) if s.code == 404 && s.reason == "NotFound" => {}
             Err(e) => return Err(Error::api("delete", "tasks", &ns, Some(&name), e)),

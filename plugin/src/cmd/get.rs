@@ -45,7 +45,7 @@ pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
             false => eprintln!("No tasks found in {} namespace.", k.namespace),
         }
     } else if !tasks.is_empty() {
-        print!("{}", table(&tasks, Timestamp::now(), a.all_namespaces));
+        crate::out(table(&tasks, Timestamp::now(), a.all_namespaces))?;
     }
     match missing {
         0 => Ok(()),

@@ -58,7 +58,7 @@ pub fn exit_code(t: &Task) -> i32 {
 
 /// One line on stderr saying how the Task ended, and on stdout its result
 /// as the status holds it (use `result` for the exact bytes).
-pub fn report(t: &Task) {
+pub fn report(t: &Task) -> std::io::Result<()> {
     let name = t.metadata.name.as_deref().unwrap_or_default();
     let s = t.status.clone().unwrap_or_default();
     let phase = s.phase.map(|p| p.as_str()).unwrap_or("Unknown");
@@ -66,17 +66,18 @@ pub fn report(t: &Task) {
     let message = s.message.unwrap_or_default();
     eprintln!("task {name} {phase} ({reason}): {message}");
     if let Some(r) = s.result.filter(|r| !r.is_empty()) {
-        print!("{r}");
+        crate::out(&r)?;
         if !r.ends_with('\n') {
-            println!();
+            crate::out("\n")?;
         }
     }
+    Ok(())
 }
 
 /// Waits for `name`, reports it, and turns its end into the exit code.
 pub async fn wait_and_report(k: &Kube, name: &str, timeout: Option<Duration>) -> Result<(), Error> {
     let t = until_finished(k, name, timeout).await?;
-    report(&t);
+    report(&t)?;
     match exit_code(&t) {
         0 => Ok(()),
         c => Err(Error::Exit(c)),

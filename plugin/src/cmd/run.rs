@@ -23,7 +23,7 @@ pub async fn run(k: &Kube, a: RunArgs) -> Result<(), Error> {
     }
     match dry_run {
         DryRun::Client => {
-            print!("{}", render(&task, &a.output)?);
+            crate::out(render(&task, &a.output)?)?;
             return Ok(());
         }
         DryRun::Server => {
@@ -32,7 +32,7 @@ pub async fn run(k: &Kube, a: RunArgs) -> Result<(), Error> {
                 ..PostParams::default()
             };
             let t = create_with(k, &task, &pp).await?;
-            print!("{}", render(&t, &a.output)?);
+            crate::out(render(&t, &a.output)?)?;
             return Ok(());
         }
         DryRun::None => {}
@@ -57,7 +57,7 @@ pub async fn follow_or_wait(k: &Kube, name: &str, wait: bool, follow: bool) -> R
 pub async fn create(k: &Kube, task: &Task) -> Result<String, Error> {
     let t = create_with(k, task, &PostParams::default()).await?;
     let name = t.metadata.name.unwrap_or_default();
-    println!("task/{name} created");
+    crate::out(format!("task/{name} created\n"))?;
     Ok(name)
 }
 

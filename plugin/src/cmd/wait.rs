@@ -16,7 +16,7 @@ pub async fn run(k: &Kube, a: WaitArgs) -> Result<(), Error> {
     let mut code = 0;
     for done in join_all(waits).await {
         let t = done?;
-        outcome::report(&t);
+        outcome::report(&t)?;
         if code == 0 {
             code = outcome::exit_code(&t);
         }
