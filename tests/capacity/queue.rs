@@ -187,19 +187,17 @@ async fn in_order(c: &Cluster, ns: &TestNs) -> Result<()> {
         }
     })
     .await?;
-    let head = status(ns, "q-08").await?;
-    let tail = status(ns, "q-09").await?;
+    // A Task reconciled while its siblings were still being created shows
+    // the queue it saw then ("position 1 of 9"); the refresh of a waiting
+    // Task (every 2 s) brings the whole queue. Wait for that, not a sleep.
     let msg = |s: &Value| s["message"].as_str().unwrap_or_default().to_owned();
-    ensure!(
-        msg(&head).starts_with("position 1 of 10"),
-        "q-08: {}",
-        msg(&head)
-    );
-    ensure!(
-        msg(&tail).starts_with("position 10 of 10"),
-        "q-09: {}",
-        msg(&tail)
-    );
+    wait::until(MINUTE, "q-08 first and q-09 last of 10", || async {
+        let head = msg(&status(ns, "q-08").await?);
+        let tail = msg(&status(ns, "q-09").await?);
+        Ok(head.starts_with("position 1 of 10") && tail.starts_with("position 10 of 10"))
+    })
+    .await?;
+    let head = status(ns, "q-08").await?;
     ensure!(
         wait::has_condition(&serde_json::json!({ "status": head }), "Waiting"),
         "q-08 has no Waiting condition"
