@@ -96,6 +96,12 @@ func controllerManagerArgs(kubeconfig string, p ports, f pki.Files) []string {
 		"--root-ca-file=" + f.CA,
 		"--use-service-account-credentials=true",
 		"--concurrent-job-syncs=10",
+		// The defaults (20 QPS, burst 30) are shared by each controller's
+		// own client: the Job controller makes about five calls per Job
+		// (pod create, finalizer removal, three status updates), so 20 QPS
+		// held a burst of Jobs to ~3.7 pods/s while the CPUs idled.
+		"--kube-api-qps=200",
+		"--kube-api-burst=400",
 		"--v=1",
 	}
 }
