@@ -54,7 +54,7 @@ struct Cli {
     #[arg(long, default_value_t = 10, env = "LONGTASK_API_TIMEOUT_SECONDS")]
     api_timeout_seconds: u64,
     /// How many Tasks are reconciled at once (0: no limit).
-    #[arg(long, default_value_t = 16, env = "LONGTASK_CONCURRENCY")]
+    #[arg(long, default_value_t = 64, env = "LONGTASK_CONCURRENCY")]
     concurrency: u16,
     /// At most this many Tasks have a Job at once; the others wait in phase
     /// Queued, by priority then age (default: no limit). A namespace can set
