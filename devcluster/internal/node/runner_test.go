@@ -118,8 +118,12 @@ func TestRunnerExitCodeFailsPod(t *testing.T) {
 	if err := h.p.CreatePod(context.Background(), pod); err != nil {
 		t.Fatal(err)
 	}
-	h.await("running or done", func(p *corev1.Pod) bool { return p.Status.StartTime != nil })
+	// One report may carry the start and the end at once (a burst of
+	// changes is reported together): wait for the end, then check both.
 	done := h.await("Failed", phase(corev1.PodFailed))
+	if done.Status.StartTime == nil {
+		t.Fatalf("failed pod without startTime: %+v", done.Status)
+	}
 	term := done.Status.ContainerStatuses[0].State.Terminated
 	if term == nil || term.ExitCode != 3 || term.Reason != kubelet.ReasonError {
 		t.Fatalf("container state %+v", done.Status.ContainerStatuses[0].State)
