@@ -123,7 +123,7 @@ pub async fn tail(
                     ..Default::default()
                 },
             );
-            match report::apply_once(api, &cm).await {
+            match report::apply_once(api, &cm, st.written.is_some()).await {
                 Ok(()) => {
                     if st.failing {
                         say("progress written again");

@@ -178,21 +178,31 @@ pub async fn connect(id: &Identity) -> Result<Api<ConfigMap>, ReportError> {
 /// Writes `cm` once as the whole object: an unconditional update (PUT
 /// without a resourceVersion, which ConfigMaps allow), or a create when it
 /// does not exist yet. Last writer wins, as for two pods of one Job.
-pub async fn apply_once(api: &Api<ConfigMap>, cm: &ConfigMap) -> Result<(), ReportError> {
+/// `exists` says which to try first: the update when this worker wrote the
+/// ConfigMap before (progress), else the create, so that a program without
+/// progress costs one write, not a 404 and a create.
+pub async fn apply_once(
+    api: &Api<ConfigMap>,
+    cm: &ConfigMap,
+    exists: bool,
+) -> Result<(), ReportError> {
     let name = cm.metadata.name.clone().unwrap_or_default();
     let pp = PostParams {
         field_manager: Some(names::WORKER_FIELD_MANAGER.to_owned()),
         ..PostParams::default()
     };
-    // Two rounds: a create can lose to another writer's create, and then
-    // the update finds it.
-    for _ in 0..2 {
-        match bounded(&name, api.replace(&name, &pp, cm)).await {
-            Err(ReportError::NotFound { .. }) => {}
-            other => return other,
-        }
-        match bounded(&name, api.create(&pp, cm)).await {
-            Err(ReportError::AlreadyExists { .. }) => {}
+    // Up to two of each: a create can lose to another writer's create, and
+    // then the update finds it; an update can find it deleted meanwhile.
+    for round in 0..4 {
+        let update = (round % 2 == 0) == exists;
+        let res = if update {
+            bounded(&name, api.replace(&name, &pp, cm)).await
+        } else {
+            bounded(&name, api.create(&pp, cm)).await
+        };
+        match res {
+            Err(ReportError::NotFound { .. }) if update => {}
+            Err(ReportError::AlreadyExists { .. }) if !update => {}
             other => return other,
         }
     }
@@ -247,7 +257,7 @@ pub async fn write(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let e = match apply_once(&api, &cm).await {
+        let e = match apply_once(&api, &cm, progress.is_some()).await {
             Ok(()) => return Ok(()),
             Err(e @ ReportError::Refused { .. }) => return Err(e),
             Err(e) => e,
