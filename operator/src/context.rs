@@ -68,6 +68,9 @@ pub struct Context {
 pub struct WorkerRbac {
     ttl: Duration,
     ensured: Mutex<HashMap<String, (Option<String>, Instant)>>,
+    /// One apply at a time: the first reconciles in a new namespace wait
+    /// for it instead of each applying the same two objects.
+    applying: tokio::sync::Mutex<()>,
 }
 
 impl WorkerRbac {
@@ -75,6 +78,7 @@ impl WorkerRbac {
         WorkerRbac {
             ttl,
             ensured: Mutex::new(HashMap::new()),
+            applying: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -90,6 +94,11 @@ impl WorkerRbac {
             };
             same && at.elapsed() < self.ttl
         })
+    }
+
+    /// Held while applying a namespace's RBAC.
+    pub async fn applying(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        self.applying.lock().await
     }
 
     /// Records that `namespace` was just ensured.

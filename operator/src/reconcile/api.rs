@@ -378,6 +378,10 @@ pub async fn ensure_worker_rbac(ctx: &Context, namespace: &str) -> Result<(), Ap
     if ctx.rbac.fresh(namespace, ns_uid.as_deref()) {
         return Ok(());
     }
+    let _one_at_a_time = ctx.rbac.applying().await;
+    if ctx.rbac.fresh(namespace, ns_uid.as_deref()) {
+        return Ok(());
+    }
     let sa = build::worker_service_account(namespace);
     let sa_name = sa.name_any();
     let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
