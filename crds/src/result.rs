@@ -70,6 +70,14 @@ pub const LOG_TAIL_LINES: usize = 64;
 /// Longest log tail kept in the result and in `status.logTail`.
 pub const MAX_LOG_TAIL_BYTES: usize = 8192;
 
+/// `sha256:<hex>` of a result's raw bytes: `status.resultDigest`, and what
+/// a reader of the ConfigMap compares it with.
+pub fn digest(bytes: &[u8]) -> String {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
 /// Name of the result ConfigMap of the Task `task_name`.
 pub fn config_map_name(task_name: &str) -> String {
     format!("{task_name}{CONFIG_MAP_SUFFIX}")

@@ -3,7 +3,9 @@
 //! timestamps already recorded are kept.
 
 use crds::conditions::{ConditionType, Reason};
-use crds::result::{MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, truncate_utf8};
+use crds::result::{
+    MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_STATUS_RESULT_BYTES, digest, truncate_utf8,
+};
 use crds::{Phase, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -212,13 +214,6 @@ fn with_result_details(mut f: Facts, obs: &Observed<'_>, task_uid: &str) -> Fact
         }
     }
     f
-}
-
-/// "sha256:<hex>" of `bytes`.
-pub fn digest(bytes: &[u8]) -> String {
-    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
 }
 
 /// The facts of the Task's own Job: sharded or not, suspended or not.

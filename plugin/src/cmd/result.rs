@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Write;
 
 use crds::names::labels;
-use crds::result::{self as format, TaskResult, keys};
+use crds::result::{self as format, TaskResult, digest, keys};
 use crds::{ShardResult, Task};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -65,13 +65,6 @@ async fn config_map(k: &Kube, name: &str) -> Result<Option<ConfigMap>, Error> {
         .get_opt(name)
         .await
         .map_err(|e| Error::api("get", "configmaps", &k.namespace, Some(name), e))
-}
-
-/// "sha256:<hex>" of `bytes`, as the operator writes status.resultDigest.
-pub fn digest(bytes: &[u8]) -> String {
-    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
-    let hex: String = d.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}")
 }
 
 fn name_of(task: &Task) -> String {
