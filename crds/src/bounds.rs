@@ -8,6 +8,12 @@
 use schemars::Schema;
 use serde_json::{Map, Value};
 
+/// Most retries a Task may ask for (`spec.retries`, the Job's backoffLimit).
+pub const MAX_RETRIES: i32 = 10;
+
+/// Most shards a Task may have (`spec.shards`, and so `spec.parallelism`).
+pub const MAX_SHARDS: i32 = 1000;
+
 /// Longest environment variable name a Task may give (the API server sets
 /// no limit; this one only bounds the CEL cost).
 pub const MAX_ENV_NAME_LEN: usize = 1024;

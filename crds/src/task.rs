@@ -112,7 +112,7 @@ pub struct TaskSpec {
     /// fails with reason BackoffLimitExceeded (the Job's backoffLimit).
     /// 0 to 10. Default: 0 (one attempt).
     #[serde(default)]
-    #[schemars(range(min = 0, max = 10))]
+    #[schemars(range(min = 0, max = crate::bounds::MAX_RETRIES))]
     pub retries: i32,
 
     /// Seconds after the Task finishes before its Job and pods are deleted
@@ -146,13 +146,13 @@ pub struct TaskSpec {
     /// lowercase letters, digits and '-' (no '.'), and `<name>-<shards - 1>`
     /// must fit in 63 characters. 1 to 1000. Default: 1 (no sharding).
     #[serde(default = "one", skip_serializing_if = "is_one")]
-    #[schemars(range(min = 1, max = 1000))]
+    #[schemars(range(min = 1, max = crate::bounds::MAX_SHARDS))]
     pub shards: i32,
 
     /// How many shards run at once; at most `shards`. Default: all of them
     /// (the scheduler still places them by their resource requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(range(min = 1, max = 1000))]
+    #[schemars(range(min = 1, max = crate::bounds::MAX_SHARDS))]
     pub parallelism: Option<i32>,
 }
 

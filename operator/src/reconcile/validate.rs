@@ -4,11 +4,8 @@
 //! schema can express: Tasks do not run in the system namespaces.
 
 use crds::Task;
-use crds::bounds::MAX_ENV_NAME_LEN;
+use crds::bounds::{MAX_ENV_NAME_LEN, MAX_RETRIES, MAX_SHARDS};
 use crds::names::{MAX_NAME_LEN, env};
-
-/// Most shards a Task may have (as the CRD schema says).
-const MAX_SHARDS: i32 = 1000;
 
 /// Namespaces where no Task runs. The operator's ClusterRole would let it
 /// create Jobs there (RBAC cannot leave namespaces out); the admission
@@ -59,9 +56,9 @@ fn program(spec: &crds::TaskSpec) -> Result<(), String> {
 
 /// Retries, times and shards within their bounds.
 fn limits(spec: &crds::TaskSpec) -> Result<(), String> {
-    if !(0..=10).contains(&spec.retries) {
+    if !(0..=MAX_RETRIES).contains(&spec.retries) {
         return Err(format!(
-            "spec.retries is {}; it must be between 0 and 10",
+            "spec.retries is {}; it must be between 0 and {MAX_RETRIES}",
             spec.retries
         ));
     }

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crds::bounds::{MAX_RETRIES, MAX_SHARDS};
 use crds::{Task, TaskSpec};
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -102,12 +103,16 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
         ));
     }
     let retries = a.retries.unwrap_or(0);
-    if !(0..=10).contains(&retries) {
-        return Err(usage(format!("--retries {retries}: must be 0 to 10")));
+    if !(0..=MAX_RETRIES).contains(&retries) {
+        return Err(usage(format!(
+            "--retries {retries}: must be 0 to {MAX_RETRIES}"
+        )));
     }
     let shards = a.shards.unwrap_or(1);
-    if !(1..=1000).contains(&shards) {
-        return Err(usage(format!("--shards {shards}: must be 1 to 1000")));
+    if !(1..=MAX_SHARDS).contains(&shards) {
+        return Err(usage(format!(
+            "--shards {shards}: must be 1 to {MAX_SHARDS}"
+        )));
     }
     if let Some(p) = a.parallelism
         && !(1..=shards).contains(&p)
