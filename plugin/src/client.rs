@@ -173,14 +173,6 @@ impl Kube {
 mod tests {
     use super::*;
 
-    fn api_error(code: u16, reason: &str, message: &str) -> kube::Error {
-        let s: kube::core::Status = serde_json::from_value(serde_json::json!({
-            "code": code, "reason": reason, "message": message
-        }))
-        .expect("status");
-        kube::Error::Api(Box::new(s))
-    }
-
     fn answer(code: u16, reason: &str, message: &str) -> kube::Error {
         let s: kube::core::Status = serde_json::from_value(serde_json::json!({
             "status": "Failure", "code": code, "reason": reason, "message": message,
@@ -196,7 +188,7 @@ mod tests {
             "tasks",
             "ns",
             Some("t"),
-            api_error(404, "NotFound", "tasks \"t\" not found"),
+            answer(404, "NotFound", "tasks \"t\" not found"),
         );
         assert_eq!(e.to_string(), "task \"t\" not found in namespace \"ns\"");
         let e = Error::api(
@@ -204,7 +196,7 @@ mod tests {
             "tasks",
             "ns",
             None,
-            api_error(
+            answer(
                 404,
                 "NotFound",
                 "the server could not find the requested resource",
@@ -216,7 +208,7 @@ mod tests {
             "tasks",
             "ns",
             None,
-            api_error(403, "Forbidden", "no"),
+            answer(403, "Forbidden", "no"),
         );
         assert!(
             e.to_string()
@@ -228,7 +220,7 @@ mod tests {
             "tasks",
             "ns",
             None,
-            api_error(422, "Invalid", "metadata.name: Invalid value"),
+            answer(422, "Invalid", "metadata.name: Invalid value"),
         );
         assert_eq!(
             e.to_string(),
