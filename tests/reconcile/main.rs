@@ -37,7 +37,10 @@ static ALL: &[Case] = &[
     ),
 ];
 
-#[tokio::main]
+// Cases call kubectl synchronously (std::process) from async code; on a
+// 2-core machine the default two worker threads could be held by those calls
+// long enough that a case polling every 100 ms missed a 10 s state.
+#[tokio::main(worker_threads = 16)]
 async fn main() {
     let shape = Shape {
         dir: "e2e-reconcile",
