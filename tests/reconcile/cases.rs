@@ -146,7 +146,13 @@ async fn task_store(client: &Client, ns: &str) -> Result<Store<Task>> {
     let (reader, writer) = reflector::store();
     let api: Api<Task> = Api::namespaced(client.clone(), ns);
     let stream =
-        reflector::reflector(writer, watcher(api, watcher::Config::default())).applied_objects();
+        // Backoff: once the cluster is down, a watcher without it retries in a
+        // busy loop, which kept this process spinning after its last case.
+        reflector::reflector(
+            writer,
+            watcher(api, watcher::Config::default()).default_backoff(),
+        )
+        .applied_objects();
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while stream.next().await.is_some() {}
