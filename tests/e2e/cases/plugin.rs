@@ -227,7 +227,7 @@ pub async fn plugin_logs_shards_and_tail(_c: Arc<Cluster>, ns: TestNs) -> Result
 /// with the result.
 pub async fn plugin_run_follow_streams(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let script =
-        r#"for i in 1 2 3; do echo "line $i"; sleep 2; done; echo 42 > "$LONGTASK_RESULT""#;
+        r#"for i in 1 2 3; do echo "line $i"; sleep 5; done; echo 42 > "$LONGTASK_RESULT""#;
     let mut run = ns.kubectl.plugin_spawn(
         &ns.name,
         &["run", "counter", "--follow", "--", "sh", "-c", script],
@@ -248,8 +248,10 @@ pub async fn plugin_run_follow_streams(_c: Arc<Cluster>, ns: TestNs) -> Result<(
     let (Some(first), Some(third)) = (at("line 1"), at("line 3")) else {
         anyhow::bail!("lines missing: {lines:#?}\n{stderr}");
     };
-    // The program sleeps 4 s between line 1 and line 3: seen as they come,
-    // they arrive seconds apart; printed at the end, together.
+    // The program sleeps 10 s between line 1 and line 3: seen as they come,
+    // they arrive seconds apart; printed at the end, together. (With 2 s
+    // sleeps, a follow that attached 4 s in got lines 1 and 2 together
+    // and line 3 only 2.7 s later.)
     ensure!(
         third.saturating_sub(first) >= Duration::from_secs(3),
         "line 1 at {first:?}, line 3 at {third:?}: not streamed"
