@@ -4,6 +4,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -13,19 +14,24 @@ import (
 	"k8s.io/component-base/version"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	kubeproxy "k8s.io/kubernetes/cmd/kube-proxy/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 
 	"longtask.dev/devcluster/internal/cluster"
+	"longtask.dev/devcluster/internal/cnode"
 	"longtask.dev/devcluster/internal/etcd"
 	"longtask.dev/devcluster/internal/node"
 )
 
 const usage = `usage:
   devcluster up --dir DIR [--nodes N] [--node-cpu CPU] [--node-memory MEM] [--image REF=PATH]... [--audit]
+  devcluster up --dir DIR --runtime containerd [--nodes N] [--audit]
+  devcluster load --dir DIR ARCHIVE...    (container nodes: import docker-archive or OCI image tars)
   devcluster down --dir DIR
   devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node)
   devcluster version
-(internal, started by up: etcd, apiserver, controller-manager, scheduler, node)`
+(internal, started by up: etcd, apiserver, controller-manager, scheduler, node, cnode, kubelet, kube-proxy)`
 
 type multi []string
 
@@ -44,6 +50,10 @@ func main() {
 		err = up(args)
 	case "down":
 		err = down(args)
+	case "load":
+		err = load(args)
+	case "cnode":
+		err = cnode.Main(args)
 	case "restart":
 		err = restart(args)
 	case "version":
@@ -60,6 +70,16 @@ func main() {
 		err = cmd.Execute()
 	case "controller-manager":
 		cmd := controllermanager.NewControllerManagerCommand()
+		cmd.SilenceUsage = true
+		cmd.SetArgs(args)
+		err = cmd.Execute()
+	case "kubelet":
+		cmd := kubelet.NewKubeletCommand(context.Background())
+		cmd.SilenceUsage = true
+		cmd.SetArgs(args)
+		err = cmd.Execute()
+	case "kube-proxy":
+		cmd := kubeproxy.NewProxyCommand()
 		cmd.SilenceUsage = true
 		cmd.SetArgs(args)
 		err = cmd.Execute()
@@ -89,6 +109,7 @@ func up(args []string) error {
 	fs.Var(&images, "image", "REF=PATH: containers of image REF run PATH (repeatable)")
 	fs.BoolVar(&o.Audit, "audit", false, "write an API audit log (metadata of every write) to DIR/logs/audit.log")
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to be ready")
+	fs.StringVar(&o.Runtime, "runtime", cluster.RuntimeProcess, "process (pods are host processes) or containerd (pods are containers)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -97,6 +118,15 @@ func up(args []string) error {
 	}
 	if o.Nodes < 1 {
 		return fmt.Errorf("--nodes must be at least 1")
+	}
+	switch o.Runtime {
+	case cluster.RuntimeProcess:
+	case cluster.RuntimeContainerd:
+		if len(images) > 0 || o.NodeCPU != "4" || o.NodeMemory != "8Gi" {
+			return fmt.Errorf("--image, --node-cpu and --node-memory are for process nodes; container nodes report the machine's capacity and run images loaded with `devcluster load`")
+		}
+	default:
+		return fmt.Errorf("--runtime %q: want process or containerd", o.Runtime)
 	}
 	for _, img := range images {
 		if ref, path, ok := strings.Cut(img, "="); !ok || ref == "" || path == "" {
@@ -122,6 +152,27 @@ func down(args []string) error {
 		return fmt.Errorf("--dir is required\n%s", usage)
 	}
 	return cluster.Down(*dir)
+}
+
+func load(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	dir := fs.String("dir", "", "state directory (required)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" || fs.NArg() == 0 {
+		return fmt.Errorf("want --dir DIR and at least one image archive\n%s", usage)
+	}
+	start := time.Now()
+	names, err := cluster.Load(*dir, fs.Args())
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		fmt.Println(n)
+	}
+	fmt.Fprintf(os.Stderr, "devcluster: %d archive(s) loaded into every node in %.1fs\n", fs.NArg(), time.Since(start).Seconds())
+	return nil
 }
 
 func restart(args []string) error {

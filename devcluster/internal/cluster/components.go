@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"longtask.dev/devcluster/internal/pki"
@@ -31,11 +32,19 @@ func etcdArgs(dir string, p ports) []string {
 	}
 }
 
-func apiServerArgs(dir string, p ports, f pki.Files, audit bool) []string {
+// apiServerArgs are kube-apiserver's flags. On process nodes it serves
+// loopback only; with container nodes (c not nil) it serves the host's end
+// of the cluster bridge, so pods reach it through the kubernetes Service,
+// and it calls kubelets with a client certificate.
+func apiServerArgs(dir string, p ports, f pki.Files, audit bool, c *containerFlags) []string {
+	addr := "127.0.0.1"
+	if c != nil {
+		addr = c.address
+	}
 	args := []string{
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", p.EtcdClient),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		"--bind-address=" + addr,
+		"--advertise-address=" + addr,
 		fmt.Sprintf("--secure-port=%d", p.APIServer),
 		"--cert-dir=" + filepath.Join(dir, "pki"),
 		"--tls-cert-file=" + f.ServerCert,
@@ -48,19 +57,26 @@ func apiServerArgs(dir string, p ports, f pki.Files, audit bool) []string {
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--authorization-mode=RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + f.SAPub,
 		"--service-account-signing-key-file=" + f.SAKey,
 		"--api-audiences=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.0.0.0/24",
-		// Endpoints may not hold loopback addresses, and nothing here routes
-		// to the kubernetes Service anyway.
-		"--endpoint-reconciler-type=none",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--kubelet-preferred-address-types=InternalIP",
 		"--v=1",
+	}
+	if c == nil {
+		// Endpoints may not hold loopback addresses, and nothing on process
+		// nodes routes to the kubernetes Service anyway.
+		args = append(args, "--endpoint-reconciler-type=none", "--authorization-mode=RBAC")
+	} else {
+		args = append(args,
+			"--authorization-mode=Node,RBAC",
+			"--enable-admission-plugins=NodeRestriction",
+			"--kubelet-client-certificate="+c.kubeletClientCert,
+			"--kubelet-client-key="+c.kubeletClientKey)
 	}
 	if audit {
 		args = append(args,
@@ -83,7 +99,21 @@ rules:
 - level: None
 `
 
-func controllerManagerArgs(kubeconfig string, p ports, f pki.Files) []string {
+// containerFlags are what the control plane needs for container nodes.
+type containerFlags struct {
+	address                             string // the host's address on the cluster bridge
+	kubeletClientCert, kubeletClientKey string
+}
+
+// nodeLifecycle is the controller that lifts the not-ready taint from a
+// kubelet's Node once it reports Ready (process nodes register untainted).
+const nodeLifecycle = "node-lifecycle-controller"
+
+func controllerManagerArgs(kubeconfig string, p ports, f pki.Files, containers bool) []string {
+	ctrls := controllers
+	if containers {
+		ctrls = append(slices.Clone(controllers), nodeLifecycle)
+	}
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--authentication-kubeconfig=" + kubeconfig,
@@ -91,7 +121,7 @@ func controllerManagerArgs(kubeconfig string, p ports, f pki.Files) []string {
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", p.ControllerManager),
-		"--controllers=" + strings.Join(controllers, ","),
+		"--controllers=" + strings.Join(ctrls, ","),
 		"--service-account-private-key-file=" + f.SAKey,
 		"--root-ca-file=" + f.CA,
 		"--use-service-account-credentials=true",

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -22,7 +23,7 @@ func Down(dir string) error {
 	if st != nil {
 		for i := len(st.Procs) - 1; i >= 0; i-- {
 			grace := 10 * time.Second
-			if st.Procs[i].Name == "node" {
+			if strings.HasPrefix(st.Procs[i].Name, "node") {
 				grace = 20 * time.Second
 			}
 			stop(st.Procs[i].Pid, dir, grace)
@@ -39,6 +40,11 @@ func Down(dir string) error {
 	}
 	if left := strays(dir); len(left) > 0 {
 		return fmt.Errorf("processes of %s still running: %v", dir, left)
+	}
+	if st != nil {
+		if err := tearDownContainers(st); err != nil {
+			return err
+		}
 	}
 	if err := os.Remove(statePath(dir)); err != nil && !os.IsNotExist(err) {
 		return err

@@ -9,19 +9,25 @@ import (
 )
 
 func writeKubeconfig(path, server string, f pki.Files) error {
+	return writeKubeconfigFiles(path, server, f.CA, f.AdminCert, f.AdminKey)
+}
+
+// writeKubeconfigFiles writes a kubeconfig for the client certificate in
+// certFile and keyFile.
+func writeKubeconfigFiles(path, server, caFile, certFile, keyFile string) error {
 	read := func(p string) (string, error) {
 		b, err := os.ReadFile(p)
 		return base64.StdEncoding.EncodeToString(b), err
 	}
-	ca, err := read(f.CA)
+	ca, err := read(caFile)
 	if err != nil {
 		return err
 	}
-	cert, err := read(f.AdminCert)
+	cert, err := read(certFile)
 	if err != nil {
 		return err
 	}
-	key, err := read(f.AdminKey)
+	key, err := read(keyFile)
 	if err != nil {
 		return err
 	}

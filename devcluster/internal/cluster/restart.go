@@ -35,6 +35,9 @@ func Restart(dir, name string, kill bool) error {
 	if proc == nil {
 		return fmt.Errorf("no component %q in %s (have: %v)", name, dir, names(st))
 	}
+	if st.Runtime == RuntimeContainerd && strings.HasPrefix(name, "node-") {
+		return fmt.Errorf("restarting a container node is not supported (its namespaces go with it); restart etcd, apiserver, controller-manager or scheduler")
+	}
 	grace := 10 * time.Second
 	if kill {
 		grace = 0

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"longtask.dev/devcluster/internal/cnode"
 )
 
 // Proc is one component process started by `up`.
@@ -24,6 +26,10 @@ type State struct {
 	Dir       string `json:"dir"`
 	APIServer string `json:"apiServer"`
 	Procs     []Proc `json:"procs"`
+	// Runtime is RuntimeContainerd for container nodes (empty: processes);
+	// Net is then their addressing, which `down` tears down.
+	Runtime string     `json:"runtime,omitempty"`
+	Net     *cnode.Net `json:"net,omitempty"`
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }

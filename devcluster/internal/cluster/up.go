@@ -36,6 +36,9 @@ type Options struct {
 	Images     []string
 	Audit      bool
 	Timeout    time.Duration
+	// Runtime is RuntimeProcess (pods are host processes) or
+	// RuntimeContainerd (real kubelets, containerd and kube-proxy).
+	Runtime string
 }
 
 // Up starts a fresh cluster in o.Dir and returns once the API server is
@@ -55,7 +58,7 @@ func Up(o Options) error {
 		}
 	}
 	// Every up is a fresh cluster: old data would hold old certificates.
-	for _, sub := range []string{"etcd", "pki", "logs", "node", "kubeconfig", "state.json", "audit-policy.yaml"} {
+	for _, sub := range []string{"etcd", "pki", "logs", "node", "nodes", "kubeconfig", "state.json", "audit-policy.yaml"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return err
 		}
@@ -74,7 +77,22 @@ func Up(o Options) error {
 func start(st *State, o Options) error {
 	dir := st.Dir
 	deadline := time.Now().Add(o.Timeout)
-	f, err := pki.Generate(filepath.Join(dir, "pki"))
+	var rt string
+	var cf *containerFlags
+	var serverIPs []net.IP
+	host := "127.0.0.1"
+	if o.Runtime == RuntimeContainerd {
+		var err error
+		if rt, err = runtimeBin(); err != nil {
+			return err
+		}
+		if cf, err = prepareContainers(st, o.Nodes); err != nil {
+			return err
+		}
+		host = cf.address
+		serverIPs = append(serverIPs, st.Net.Gateway())
+	}
+	f, err := pki.Generate(filepath.Join(dir, "pki"), serverIPs...)
 	if err != nil {
 		return fmt.Errorf("generate certificates: %w", err)
 	}
@@ -88,7 +106,12 @@ func start(st *State, o Options) error {
 		}
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	st.APIServer = fmt.Sprintf("https://127.0.0.1:%d", p.APIServer)
+	st.APIServer = fmt.Sprintf("https://%s:%d", host, p.APIServer)
+	if cf != nil {
+		if err := issueContainerCerts(st, cf); err != nil {
+			return fmt.Errorf("container node certificates: %w", err)
+		}
+	}
 
 	etcd, err := spawn(st, "etcd", etcdArgs(dir, p))
 	if err != nil {
@@ -99,7 +122,7 @@ func start(st *State, o Options) error {
 	}); err != nil {
 		return err
 	}
-	api, err := spawn(st, "apiserver", apiServerArgs(dir, p, f, o.Audit))
+	api, err := spawn(st, "apiserver", apiServerArgs(dir, p, f, o.Audit, cf))
 	if err != nil {
 		return err
 	}
@@ -115,13 +138,22 @@ func start(st *State, o Options) error {
 	if err := writeKubeconfig(kubeconfig, st.APIServer, f); err != nil {
 		return err
 	}
-	cm, err := spawn(st, "controller-manager", controllerManagerArgs(kubeconfig, p, f))
+	cm, err := spawn(st, "controller-manager", controllerManagerArgs(kubeconfig, p, f, cf != nil))
 	if err != nil {
 		return err
 	}
 	sched, err := spawn(st, "scheduler", schedulerArgs(kubeconfig, p))
 	if err != nil {
 		return err
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	if cf != nil {
+		nodes, err := startContainerNodes(st, rt)
+		if err != nil {
+			return err
+		}
+		return waitReady(ctx, kubeconfig, o.Nodes, append([]*running{etcd, api, cm, sched}, nodes...))
 	}
 	nodeArgs := []string{
 		"--kubeconfig=" + kubeconfig,
@@ -137,8 +169,6 @@ func start(st *State, o Options) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
 	return waitReady(ctx, kubeconfig, o.Nodes, []*running{etcd, api, cm, sched, node})
 }
 
@@ -149,6 +179,12 @@ type running struct {
 }
 
 func spawn(st *State, name string, args []string) (*running, error) {
+	return spawnIn(st, name, name, args, 0)
+}
+
+// spawnIn starts component name as `devcluster command args...`, in new
+// namespaces (clone flags, 0 for none).
+func spawnIn(st *State, name, command string, args []string, namespaces uintptr) (*running, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -159,13 +195,13 @@ func spawn(st *State, name string, args []string) (*running, error) {
 		return nil, err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(self, append([]string{name}, args...)...)
+	cmd := exec.Command(self, append([]string{command}, args...)...)
 	cmd.Dir = st.Dir
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.Env = append(os.Environ(), envMarker+"="+st.Dir)
 	// Its own session: the components outlive `up` and ignore the
 	// terminal's signals; `down` stops them.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: namespaces}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}

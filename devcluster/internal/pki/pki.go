@@ -41,8 +41,10 @@ type keyPair struct {
 	key  *ecdsa.PrivateKey
 }
 
-// Generate writes a fresh set of certificates and keys into dir.
-func Generate(dir string) (Files, error) {
+// Generate writes a fresh set of certificates and keys into dir; the API
+// server's certificate also names serverIPs (beside loopback and the
+// kubernetes Service's address).
+func Generate(dir string, serverIPs ...net.IP) (Files, error) {
 	f := In(dir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return f, err
@@ -62,7 +64,7 @@ func Generate(dir string) (Files, error) {
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default",
 			"kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")},
+		IPAddresses: append([]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.0.0.1")}, serverIPs...),
 	})
 	if err != nil {
 		return f, fmt.Errorf("apiserver cert: %w", err)
@@ -138,4 +140,64 @@ func writeKeyPair(kp *keyPair, certPath, keyPath string) error {
 
 func writePEM(path, kind string, der []byte) error {
 	return os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600)
+}
+
+// Cert is one certificate Issue signs with the CA.
+type Cert struct {
+	Name          string   // file stem: NAME.crt, NAME.key
+	CommonName    string   // the user (client) or host (server) it names
+	Organizations []string // the client's groups
+	IPs           []net.IP // a serving certificate's addresses
+	Server        bool     // serving, not client, certificate
+}
+
+// Issue signs c with the CA of dir (written by Generate) and writes
+// dir/NAME.crt and dir/NAME.key, returning their paths.
+func Issue(dir string, c Cert) (certPath, keyPath string, err error) {
+	f := In(dir)
+	ca, err := loadKeyPair(f.CA, f.CAKey)
+	if err != nil {
+		return "", "", fmt.Errorf("load CA: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: c.CommonName, Organization: c.Organizations},
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		IPAddresses: c.IPs,
+	}
+	if c.Server {
+		tmpl.KeyUsage |= x509.KeyUsageKeyEncipherment
+		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	}
+	kp, err := newCert(ca, tmpl)
+	if err != nil {
+		return "", "", fmt.Errorf("%s cert: %w", c.Name, err)
+	}
+	certPath, keyPath = filepath.Join(dir, c.Name+".crt"), filepath.Join(dir, c.Name+".key")
+	return certPath, keyPath, writeKeyPair(kp, certPath, keyPath)
+}
+
+func loadKeyPair(certPath, keyPath string) (*keyPair, error) {
+	certPEM, err := os.ReadFile(certPath)
+	if err != nil {
+		return nil, err
+	}
+	keyPEM, err := os.ReadFile(keyPath)
+	if err != nil {
+		return nil, err
+	}
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("%s or %s holds no PEM block", certPath, keyPath)
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return &keyPair{cert: cert, der: cb.Bytes, key: key}, nil
 }

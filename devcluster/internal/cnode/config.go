@@ -1,0 +1,142 @@
+package cnode
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+)
+
+// containerdConfig is containerd's configuration for node l: its own root,
+// CNI config and sandbox image; runc with cgroupfs; oom_score_adj never
+// lowered (this machine grants no CAP_SYS_RESOURCE, so runc cannot set a
+// negative one); the CRI streaming server on the node's loopback only.
+func containerdConfig(l Layout, runc, cniBin string) string {
+	return fmt.Sprintf(`version = 3
+root = %q
+state = "/run/containerd"
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = %q
+
+[plugins."io.containerd.cri.v1.runtime"]
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = [%q]
+    conf_dir = %q
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        BinaryName = %q
+        SystemdCgroup = false
+
+[plugins."io.containerd.grpc.v1.cri"]
+  disable_tcp_service = true
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+`, l.ContainerdRoot(), PauseImage, cniBin, l.CNIConfDir(), runc)
+}
+
+// cniConfig is node i's pod network: a bridge inside the node's namespace,
+// its pods in the node's /24, routed (no NAT) to the host and other nodes.
+func cniConfig(n Net, i int) ([]byte, error) {
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		"name":       "devcluster",
+		"plugins": []any{
+			map[string]any{
+				"type":        "bridge",
+				"bridge":      "cni0",
+				"isGateway":   true,
+				"ipMasq":      false,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":   "host-local",
+					"ranges": [][]map[string]string{{{"subnet": n.PodCIDR(i).String()}}},
+					"routes": []map[string]string{{"dst": "0.0.0.0/0"}},
+				},
+			},
+			map[string]any{"type": "loopback"},
+		},
+	}
+	return json.MarshalIndent(conf, "", "  ")
+}
+
+// kubeletConfig is the kubelet's configuration for node i. What differs
+// from a kubeadm node, and why: cgroup v1 with the cgroupfs driver (this
+// machine has no systemd and no cgroup v2 controllers), a cgroup root of the
+// node's own, no swap check, no resolv.conf for pods (no cluster DNS here),
+// oomScoreAdj 0 (see containerdConfig), and image garbage collection only
+// when the disk is full (nothing can pull a collected image back here).
+func kubeletConfig(l Layout, n Net, ca string) string {
+	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %s
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+tlsCertFile: %s
+tlsPrivateKeyFile: %s
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %s
+authorization:
+  mode: Webhook
+containerRuntimeEndpoint: unix:///run/containerd/containerd.sock
+cgroupDriver: cgroupfs
+cgroupRoot: %s
+failCgroupV1: false
+failSwapOn: false
+resolvConf: ""
+oomScoreAdj: 0
+volumePluginDir: %s
+clusterDomain: cluster.local
+serializeImagePulls: false
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%%
+  imagefs.available: 1%%
+  nodefs.inodesFree: 1%%
+`, n.NodeIP(l.Index), l.PKI("serving.crt"), l.PKI("serving.key"), ca,
+		n.CgroupRoot(l.Index), l.VolumePluginDir())
+}
+
+// proxyConfig is kube-proxy's configuration: iptables mode inside the
+// node's namespace; it leaves the conntrack sysctls alone (they are the
+// host's, not the namespace's).
+func proxyConfig(l Layout, n Net) string {
+	return fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection:
+  kubeconfig: %s
+hostnameOverride: %s
+mode: iptables
+clusterCIDR: %s
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`, l.ProxyKubeconfig(), NodeName(l.Index), n.ClusterCIDR())
+}
+
+// CNIBin is where Debian's containernetworking-plugins puts the plugins.
+const CNIBin = "/usr/lib/cni"
+
+func cniConfPath(l Layout) string { return filepath.Join(l.CNIConfDir(), "10-devcluster.conflist") }
