@@ -11,7 +11,7 @@ mod queue;
 mod shards;
 
 use longtask_e2e::case;
-use longtask_e2e::runner::{self, Case, Install, Shape};
+use longtask_e2e::runner::{self, Case, Install, Runtime, Shape};
 
 static ALL: &[Case] = &[
     case!(
@@ -43,6 +43,7 @@ async fn main() {
         nodes: 3,
         cpu: 2,
         install: Install::Operator,
+        runtime: Runtime::Process,
     };
     runner::main(ALL, shape).await;
 }

@@ -9,7 +9,7 @@
 mod cases;
 
 pub use longtask_e2e::runner::Case;
-use longtask_e2e::runner::{self, Install, Shape};
+use longtask_e2e::runner::{self, Install, Runtime, Shape};
 
 // Cases call kubectl synchronously (std::process) from async code; on a
 // 2-core machine the default two worker threads could be held by those calls
@@ -21,6 +21,7 @@ async fn main() {
         nodes: 2,
         cpu: 8,
         install: Install::Operator,
+        runtime: Runtime::Process,
     };
     runner::main(cases::ALL, shape).await;
 }

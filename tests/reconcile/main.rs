@@ -11,7 +11,7 @@
 mod cases;
 
 use longtask_e2e::case;
-use longtask_e2e::runner::{self, Case, Install, Shape};
+use longtask_e2e::runner::{self, Case, Install, Runtime, Shape};
 
 static ALL: &[Case] = &[
     case!(
@@ -47,6 +47,7 @@ async fn main() {
         nodes: 1,
         cpu: 4,
         install: Install::CrdOnly,
+        runtime: Runtime::Process,
     };
     runner::main(ALL, shape).await;
 }

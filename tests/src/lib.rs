@@ -51,6 +51,41 @@ fn devcluster() -> PathBuf {
     root().join("devcluster/devcluster")
 }
 
+/// Image archives `tests/images` writes to `target/images`, loaded into
+/// container nodes: both images of longtask and a root-user Debian image.
+pub const IMAGE_ARCHIVES: &[&str] = &[
+    "longtask-operator.tar",
+    "longtask-worker.tar",
+    "longtask-base-slim.tar",
+];
+
+/// The root-user image among [`IMAGE_ARCHIVES`] (Debian slim with a shell).
+pub const ROOT_IMAGE: &str = "longtask-base-slim:bookworm";
+
+fn cluster_dir(dir: &str) -> PathBuf {
+    root()
+        .join("target")
+        .join(format!("{dir}-{}", std::process::id()))
+}
+
+/// `devcluster up --dir DIR ARGS...`; on failure, `down` and an error.
+fn devcluster_up(dir: &Path, args: &[&str]) -> Result<()> {
+    let status = Command::new(devcluster())
+        .args(["up", "--dir"])
+        .arg(dir)
+        .args(args)
+        .status()
+        .context("run devcluster up")?;
+    if !status.success() {
+        let _ = Command::new(devcluster())
+            .args(["down", "--dir"])
+            .arg(dir)
+            .status();
+        bail!("devcluster up failed: {status}");
+    }
+    Ok(())
+}
+
 impl Cluster {
     /// Starts a fresh cluster in `target/e2e-cluster-PID` (nodes, CPU per node).
     pub async fn up(nodes: u32, cpu: u32) -> Result<Cluster> {
@@ -63,9 +98,6 @@ impl Cluster {
     /// `LONGTASK_E2E_KEEP` is set (its `logs/` hold every component's log).
     pub async fn up_in(dir: &str, nodes: u32, cpu: u32) -> Result<Cluster> {
         let root = root();
-        let dir = root
-            .join("target")
-            .join(format!("{dir}-{}", std::process::id()));
         let bin = |n: &str| root.join("target/debug").join(n);
         for b in ["longtask-operator", "longtask-worker"] {
             if !bin(b).exists() {
@@ -75,33 +107,63 @@ impl Cluster {
                 );
             }
         }
-        let status = Command::new(devcluster())
-            .args(["up", "--dir"])
-            .arg(&dir)
-            .args([
+        let dir = cluster_dir(dir);
+        devcluster_up(
+            &dir,
+            &[
                 "--nodes",
                 &nodes.to_string(),
                 "--node-cpu",
                 &cpu.to_string(),
-            ])
-            .args(["--node-memory", "16Gi"])
-            .arg(format!(
-                "--image={OPERATOR_IMAGE}={}",
-                bin("longtask-operator").display()
-            ))
-            .arg(format!(
-                "--image={WORKER_IMAGE}={}",
-                bin("longtask-worker").display()
-            ))
+                "--node-memory",
+                "16Gi",
+                &format!(
+                    "--image={OPERATOR_IMAGE}={}",
+                    bin("longtask-operator").display()
+                ),
+                &format!(
+                    "--image={WORKER_IMAGE}={}",
+                    bin("longtask-worker").display()
+                ),
+            ],
+        )?;
+        Cluster::connect(dir).await
+    }
+
+    /// Starts a fresh cluster of `nodes` container nodes in
+    /// `target/DIR-PID` and loads the images `tests/images` built
+    /// (`target/images/*.tar`) into every node.
+    pub async fn up_containers(dir: &str, nodes: u32) -> Result<Cluster> {
+        let images = root().join("target/images");
+        let archives: Vec<PathBuf> = IMAGE_ARCHIVES.iter().map(|a| images.join(a)).collect();
+        if let Some(missing) = archives.iter().find(|a| !a.exists()) {
+            bail!(
+                "{} is missing: build the images first (tests/images)",
+                missing.display()
+            );
+        }
+        let dir = cluster_dir(dir);
+        devcluster_up(
+            &dir,
+            &["--runtime", "containerd", "--nodes", &nodes.to_string()],
+        )?;
+        let status = Command::new(devcluster())
+            .args(["load", "--dir"])
+            .arg(&dir)
+            .args(&archives)
             .status()
-            .context("run devcluster up")?;
+            .context("run devcluster load")?;
         if !status.success() {
             let _ = Command::new(devcluster())
                 .args(["down", "--dir"])
                 .arg(&dir)
                 .status();
-            bail!("devcluster up failed: {status}");
+            bail!("devcluster load failed: {status}");
         }
+        Cluster::connect(dir).await
+    }
+
+    async fn connect(dir: PathBuf) -> Result<Cluster> {
         let kubeconfig = dir.join("kubeconfig");
         let kc = Kubeconfig::read_from(&kubeconfig)?;
         let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;

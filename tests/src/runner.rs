@@ -28,6 +28,18 @@ pub struct Shape {
     pub cpu: u32,
     /// What of longtask is installed before the cases run.
     pub install: Install,
+    /// How the nodes run pods.
+    pub runtime: Runtime,
+}
+
+/// How a target's nodes run pods.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Runtime {
+    /// Host processes running `target/debug` binaries (fast; the default).
+    Process,
+    /// Real containers from `target/images` on kubelets with containerd
+    /// (`cpu` is then the machine's: container nodes report real capacity).
+    Containerd,
 }
 
 /// What a target installs.
@@ -103,7 +115,10 @@ pub async fn main(cases: &[Case], shape: Shape) {
 }
 
 async fn setup(shape: &Shape) -> Result<Cluster> {
-    let cluster = Cluster::up_in(shape.dir, shape.nodes, shape.cpu).await?;
+    let cluster = match shape.runtime {
+        Runtime::Process => Cluster::up_in(shape.dir, shape.nodes, shape.cpu).await?,
+        Runtime::Containerd => Cluster::up_containers(shape.dir, shape.nodes).await?,
+    };
     match shape.install {
         Install::Operator => cluster.install().await?,
         Install::CrdOnly => cluster.install_crd()?,
