@@ -5,12 +5,14 @@
 pub mod bounds;
 pub mod conditions;
 pub mod names;
+pub mod pod;
 pub mod progress;
 pub mod result;
 pub mod rules;
 pub mod task;
 
 pub use conditions::{ConditionType, Reason};
+pub use pod::{PodMetadata, PodTemplate, PullPolicy};
 pub use task::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus};
 
 use kube::CustomResourceExt;

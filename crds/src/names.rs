@@ -29,8 +29,17 @@ pub const WORKER_SERVICE_ACCOUNT: &str = "longtask-worker";
 pub const WORKER_ROLE_BINDING: &str = "longtask-worker";
 /// ClusterRole with the worker's rights (configmaps create/update).
 pub const WORKER_CLUSTER_ROLE: &str = "longtask-worker";
-/// Name of the single container in every Task's Job.
+/// Name of the program's container in every Task's Job.
 pub const WORKER_CONTAINER: &str = "worker";
+/// Name of the init container that copies the worker binary into a pod
+/// whose Task names its own `image`.
+pub const INSTALL_CONTAINER: &str = "install-worker";
+/// Name of the volume the worker binary is copied into (`image` Tasks).
+pub const BIN_VOLUME: &str = "longtask-bin";
+/// Where that volume is mounted (read-only in the program's container).
+pub const BIN_DIR: &str = "/longtask-bin";
+/// The worker binary's file name in [`BIN_DIR`] and in the worker image.
+pub const WORKER_BINARY: &str = "longtask-worker";
 /// Name of the scratch volume mounted at [`WORK_DIR`].
 pub const WORK_VOLUME: &str = "longtask";
 /// Mount path of the per-pod scratch volume (an `emptyDir` in real clusters).

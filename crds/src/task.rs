@@ -1,12 +1,13 @@
 //! The `Task` custom resource: spec, status and CRD-level validation.
 
-use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
+use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements, SecurityContext, VolumeMount};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::conditions::Reason;
+use crate::pod::{PodTemplate, PullPolicy};
 
 // Validation notes (not user docs):
 // - Immutability: every field but `cancel` is compared with its old value
@@ -41,19 +42,76 @@ use crate::conditions::Reason;
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
 #[x_kube(
-    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism))").message("spec is immutable: delete the Task and create it again to run it again"),
+    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate))").message("spec is immutable: delete the Task and create it again to run it again"),
     validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true"),
-    validation = Rule::new("!has(self.parallelism) || self.parallelism <= self.shards").message("spec.parallelism must not exceed spec.shards")
+    validation = Rule::new("!has(self.parallelism) || self.parallelism <= self.shards").message("spec.parallelism must not exceed spec.shards"),
+    validation = Rule::new("!has(self.imagePullPolicy) || has(self.image)").message("spec.imagePullPolicy applies to spec.image: set spec.image too, or leave imagePullPolicy out")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct TaskSpec {
     /// The program to run and its first arguments, exec-style (no shell is
     /// involved unless you name one, e.g. ["sh", "-c", "echo hi"]). The
-    /// program runs inside the longtask worker image, which provides sh and
-    /// coreutils. Required: at least one entry, the first naming the program.
+    /// program runs in `image`, or else in the longtask worker image, which
+    /// provides sh and coreutils. Required, also with `image`: the image's
+    /// ENTRYPOINT and CMD are not used. At least one entry, the first
+    /// naming the program.
     #[schemars(length(min = 1, max = 256))]
-    #[x_kube(validation = Rule::new("self.size() > 0 && self[0] != ''").message("spec.command must name the program to run: give at least one non-empty entry, e.g. [sh, -c, 'echo hi']"))]
+    #[x_kube(validation = Rule::new("self.size() > 0 && self[0] != ''").message("spec.command must name the program to run: give at least one non-empty entry, e.g. [sh, -c, 'echo hi'] (also with spec.image: its ENTRYPOINT and CMD are not used)"))]
     pub command: Vec<String>,
+
+    /// The image the program runs in, e.g. python:3.12-slim or your own.
+    /// longtask injects its worker: an init container from the worker image
+    /// copies the static worker binary into the pod, and this image's
+    /// container runs it, which runs `command`. So the image needs no shell,
+    /// no libc and nothing of longtask's; it runs as uid 65532 unless
+    /// `podTemplate.securityContext` or `securityContext` says otherwise,
+    /// with HOME in the work directory /longtask. Default: the longtask
+    /// worker image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096))]
+    pub image: Option<String>,
+
+    // Documented on `PullPolicy`: schemars takes the enum's doc for the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<PullPolicy>,
+
+    /// Mounts of `podTemplate.volumes` into the program's container (core/v1
+    /// VolumeMount). Not at or under /longtask (the work directory) or
+    /// /longtask-bin (the injected worker), which longtask mounts. Default:
+    /// none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    #[x_kube(
+        validation = Rule::new("self.all(m, !['/longtask', '/longtask-bin'].exists(p, m.mountPath == p || m.mountPath.startsWith(p + '/')))").message("spec.volumeMounts: /longtask (the work directory) and /longtask-bin (the worker) are mounted by longtask: mount volumes elsewhere"),
+        validation = Rule::new("self.all(m, m.name != 'longtask' && m.name != 'longtask-bin')").message("spec.volumeMounts: the volumes longtask and longtask-bin are longtask's, which it mounts itself")
+    )]
+    pub volume_mounts: Vec<VolumeMount>,
+
+    /// The program's working directory. Default: the image's (the worker
+    /// image's is /longtask).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 4096))]
+    pub working_dir: Option<String>,
+
+    /// The program's container securityContext (core/v1), merged over
+    /// longtask's defaults field by field. The defaults meet the restricted
+    /// Pod Security Standard: allowPrivilegeEscalation false, all
+    /// capabilities dropped, runAsNonRoot, seccomp RuntimeDefault. Settings
+    /// below that standard are then up to the namespace's Pod Security
+    /// admission. Default: those defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<SecurityContext>,
+
+    /// Where and how the pod runs: a subset of the PodSpec (placement,
+    /// ServiceAccount, volumes, securityContext, labels and annotations).
+    /// Default: any node, the longtask-worker ServiceAccount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(
+        validation = Rule::new("!has(self.volumes) || self.volumes.all(v, v.name != 'longtask' && v.name != 'longtask-bin')").message("spec.podTemplate.volumes: the names longtask and longtask-bin are reserved for the volumes longtask adds"),
+        validation = Rule::new("!has(self.metadata) || !has(self.metadata.labels) || self.metadata.labels.all(k, !k.startsWith('longtask.dev/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid')").message("spec.podTemplate.metadata.labels: keys under longtask.dev/ and batch.kubernetes.io/, job-name and controller-uid are set by longtask and the Job controller"),
+        validation = Rule::new("!has(self.metadata) || !has(self.metadata.annotations) || self.metadata.annotations.all(k, !k.startsWith('longtask.dev/'))").message("spec.podTemplate.metadata.annotations: keys under longtask.dev/ are longtask's")
+    )]
+    pub pod_template: Option<PodTemplate>,
 
     /// More arguments, appended after `command`. Default: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -10,6 +10,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod cases;
+mod image;
 
 use longtask_e2e::case;
 use longtask_e2e::runner::{self, Case, Install, Runtime, Shape};
@@ -42,6 +43,16 @@ static ALL: &[Case] = &[
         metrics_through_the_pod_proxy,
         false,
         cases::metrics_through_the_pod_proxy
+    ),
+    case!(python_image, false, image::python_image),
+    case!(scratch_image, false, image::scratch_image),
+    case!(root_image_and_own_uid, false, image::root_image_and_own_uid),
+    case!(configmap_volume, false, image::configmap_volume),
+    case!(owned_fields_refused, false, image::owned_fields_refused),
+    case!(
+        node_selector_and_toleration,
+        true,
+        image::node_selector_and_toleration
     ),
     case!(
         operator_pod_deleted_mid_run,

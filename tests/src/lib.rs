@@ -52,15 +52,21 @@ fn devcluster() -> PathBuf {
 }
 
 /// Image archives `tests/images` writes to `target/images`, loaded into
-/// container nodes: both images of longtask and a root-user Debian image.
+/// container nodes: both images of longtask and the test images.
 pub const IMAGE_ARCHIVES: &[&str] = &[
     "longtask-operator.tar",
     "longtask-worker.tar",
     "longtask-base-slim.tar",
+    "longtask-test-python.tar",
+    "longtask-test-scratch.tar",
 ];
 
-/// The root-user image among [`IMAGE_ARCHIVES`] (Debian slim with a shell).
+/// Debian slim with a shell, user root.
 pub const ROOT_IMAGE: &str = "longtask-base-slim:bookworm";
+/// Debian slim with Python 3 from Debian's packages, user root.
+pub const PYTHON_IMAGE: &str = "longtask-test-python:bookworm";
+/// FROM scratch: only `/report N` (tests/programs/report), no shell, no libc.
+pub const SCRATCH_IMAGE: &str = "longtask-test-scratch:1";
 
 fn cluster_dir(dir: &str) -> PathBuf {
     root()

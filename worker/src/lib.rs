@@ -5,6 +5,7 @@
 //! the tests in `tests/` can call the modules.
 
 pub mod identity;
+pub mod install;
 pub mod paths;
 pub mod progress;
 pub mod report;

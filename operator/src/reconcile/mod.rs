@@ -20,7 +20,9 @@ pub mod api;
 pub mod build;
 mod effects;
 pub mod error;
+pub mod identity;
 pub mod plan;
+pub mod pod;
 pub mod read;
 pub mod shape;
 #[cfg(test)]

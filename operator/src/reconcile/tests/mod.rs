@@ -1,2 +1,3 @@
 mod build;
+mod pod;
 mod writers;
