@@ -82,10 +82,15 @@ pub enum Reason {
     Cancelled,
     /// The scheduler cannot place the pod.
     Unschedulable,
-    /// The worker image cannot be pulled.
+    /// The worker image, or the Task's `image`, cannot be pulled.
     ImagePullFailed,
-    /// The container cannot be configured (e.g. a missing ConfigMap or Secret for env).
+    /// The container cannot be configured (e.g. a missing ConfigMap or
+    /// Secret for env, or a user the image or the pod's settings refuse).
     CreateContainerConfigError,
+    /// The API server refuses the Job's pod (e.g. the namespace's Pod
+    /// Security level, a ResourceQuota, an admission policy); the message
+    /// is the Job controller's.
+    PodRefused,
     /// A Job with the Task's name exists but belongs to another Task.
     JobOwnedByOther,
     /// The Task's Job disappeared or was replaced by a Job it did not create.
@@ -124,6 +129,7 @@ pub mod reasons {
     pub const UNSCHEDULABLE: &str = Reason::Unschedulable.as_str();
     pub const IMAGE_PULL_FAILED: &str = Reason::ImagePullFailed.as_str();
     pub const CREATE_CONTAINER_CONFIG_ERROR: &str = Reason::CreateContainerConfigError.as_str();
+    pub const POD_REFUSED: &str = Reason::PodRefused.as_str();
     pub const JOB_OWNED_BY_OTHER: &str = Reason::JobOwnedByOther.as_str();
     pub const JOB_LOST: &str = Reason::JobLost.as_str();
     pub const QUEUE_FULL: &str = Reason::QueueFull.as_str();

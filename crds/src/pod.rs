@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The pod of a Task: placement (nodeSelector, tolerations, affinity,
-/// topologySpreadConstraints, priorityClassName, runtimeClassName), identity
-/// (serviceAccountName, imagePullSecrets), data (volumes, mounted with
+/// topologySpreadConstraints, priorityClassName, runtimeClassName), image
+/// credentials (imagePullSecrets), data (volumes, mounted with
 /// `spec.volumeMounts`), the pod securityContext, and labels and
-/// annotations. Each field is the PodSpec field of the same name; longtask
+/// annotations. The pod runs as the ServiceAccount longtask-worker. Each field is the PodSpec field of the same name; longtask
 /// sets restartPolicy, the init container that installs the worker, the
 /// work volume `longtask` and the LONGTASK_* environment itself.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -58,14 +58,6 @@ pub struct PodTemplate {
     /// Secrets holding the credentials to pull `spec.image`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<LocalObjectReference>,
-
-    /// The ServiceAccount the pod runs as, so the program has its rights
-    /// (e.g. a cloud identity). longtask binds it to the ClusterRole
-    /// longtask-worker in the Task's namespace, which lets the worker write
-    /// that Task's result ConfigMap and nothing else. Default:
-    /// longtask-worker, which has no other rights.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_account_name: Option<String>,
 
     /// Volumes of the pod (core/v1 Volume: configMap, secret,
     /// persistentVolumeClaim, emptyDir, projected, ...), mounted into the

@@ -103,8 +103,8 @@ pub struct TaskSpec {
     pub security_context: Option<SecurityContext>,
 
     /// Where and how the pod runs: a subset of the PodSpec (placement,
-    /// ServiceAccount, volumes, securityContext, labels and annotations).
-    /// Default: any node, the longtask-worker ServiceAccount.
+    /// volumes, securityContext, labels and annotations). Default: any
+    /// node the scheduler picks, no volumes but the work directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(
         validation = Rule::new("!has(self.volumes) || self.volumes.all(v, v.name != 'longtask' && v.name != 'longtask-bin')").message("spec.podTemplate.volumes: the names longtask and longtask-bin are reserved for the volumes longtask adds"),

@@ -218,3 +218,25 @@ pub async fn owned_fields_refused(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     }
     Ok(())
 }
+
+/// A pod that cannot start because of its image or its user says why in
+/// the Task's Waiting condition: an image the node does not have (and may
+/// not pull), a uid the namespace's Pod Security level refuses.
+pub async fn cannot_start_is_named(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(&task(
+        "no-image",
+        "  image: longtask-never-loaded:1\n  imagePullPolicy: Never\n  command: [run]\n",
+    ))?;
+    ns.apply(&task(
+        "as-root",
+        &format!("  image: {ROOT_IMAGE}\n  command: [id]\n  podTemplate:\n    securityContext: {{runAsUser: 0, runAsNonRoot: false}}\n"),
+    ))?;
+    let api = tasks(&ns.client, &ns.name);
+    for (name, want) in [("no-image", "ImagePullFailed"), ("as-root", "PodRefused")] {
+        let t = wait::condition(&api, name, "Waiting", MINUTE).await;
+        let t = t.with_context(|| format!("{name}:\n{}", ns.dump()))?;
+        let conds = t["status"]["conditions"].to_string();
+        ensure!(conds.contains(want), "{name}: want {want}: {}", t["status"]);
+    }
+    Ok(())
+}

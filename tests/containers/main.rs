@@ -49,6 +49,7 @@ static ALL: &[Case] = &[
     case!(root_image_and_own_uid, false, image::root_image_and_own_uid),
     case!(configmap_volume, false, image::configmap_volume),
     case!(owned_fields_refused, false, image::owned_fields_refused),
+    case!(cannot_start_is_named, false, image::cannot_start_is_named),
     case!(
         node_selector_and_toleration,
         true,

@@ -6,7 +6,7 @@ use std::future::Future;
 use crds::names::{API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::events::{Event, EventType};
@@ -66,6 +66,13 @@ pub enum ApiError {
     },
     #[error("cannot list pods of Job {namespace}/{name}")]
     ListPods {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot list the Events of Job {namespace}/{name}")]
+    ListJobEvents {
         namespace: String,
         name: String,
         #[source]
@@ -325,6 +332,34 @@ pub async fn list_pods(
                 .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == job_uid)
         })
         .collect())
+}
+
+/// Why the API server refuses `job`'s pods: the message of the Job
+/// controller's newest FailedCreate Event for it, if any.
+pub async fn pod_refusal(
+    ctx: &Context,
+    namespace: &str,
+    job: &Job,
+) -> Result<Option<String>, ApiError> {
+    let Some(uid) = job.metadata.uid.as_deref() else {
+        return Ok(None);
+    };
+    let api: Api<CoreEvent> = Api::namespaced(ctx.client.clone(), namespace);
+    let lp = ListParams::default().fields(&format!("involvedObject.uid={uid},reason=FailedCreate"));
+    let list =
+        call(ctx, "list", api.list(&lp))
+            .await
+            .map_err(|source| ApiError::ListJobEvents {
+                namespace: namespace.to_owned(),
+                name: job.name_any(),
+                source,
+            })?;
+    let newest = list.items.into_iter().max_by_key(|e| {
+        e.last_timestamp
+            .clone()
+            .or_else(|| e.metadata.creation_timestamp.clone())
+    });
+    Ok(newest.and_then(|e| e.message))
 }
 
 /// The Task `name` as stored (the cache holds terminal Tasks slimmed).

@@ -56,12 +56,7 @@ fn pod(task: &Task, id: &Identity<'_>, worker_image: &str, user: PodTemplate) ->
     volumes.extend(user.volumes);
     PodSpec {
         restart_policy: Some("Never".to_owned()),
-        service_account_name: Some(
-            user.service_account_name
-                .unwrap_or_else(|| names::WORKER_SERVICE_ACCOUNT.to_owned()),
-        ),
-        // The worker needs its token even where the account opts out.
-        automount_service_account_token: Some(true),
+        service_account_name: Some(names::WORKER_SERVICE_ACCOUNT.to_owned()),
         enable_service_links: Some(false),
         security_context: Some(overlay(pod_security(), user.security_context.as_ref())),
         volumes: Some(volumes),

@@ -53,6 +53,8 @@ pub struct Seen {
     pub job: Option<Job>,
     /// Pods of the Task's own Job.
     pub pods: Vec<Pod>,
+    /// Why the API server refuses that Job's pods, when it has none.
+    pub pod_refused: Option<String>,
     /// `<task>-result`, if read and present.
     pub result: Option<ConfigMap>,
     /// Why `result` is not accepted as the Job's final result.
@@ -70,6 +72,7 @@ impl Seen {
             job: self.job.as_ref(),
             result: self.result.as_ref(),
             refused: self.refused.clone(),
+            pod_refused: self.pod_refused.clone(),
             pods: &self.pods,
             shard_results: &self.shards,
             now,
@@ -93,6 +96,13 @@ pub async fn cluster(
         Some(j) => api::list_pods(ctx, id.namespace, id.uid, j).await?,
         None => Vec::new(),
     };
+    // A running Job without pods: is the API server refusing them?
+    let pod_refused = match ours {
+        Some(j) if reads.pods && pods.is_empty() && observe::finish(j).is_none() => {
+            api::pod_refusal(ctx, id.namespace, j).await?
+        }
+        _ => None,
+    };
     let result = match reads.result {
         true => api::get_result(ctx, id.namespace, &config_map_name(id.name)).await?,
         false => None,
@@ -104,6 +114,7 @@ pub async fn cluster(
     let mut seen = Seen {
         job: None,
         pods,
+        pod_refused,
         result,
         refused: None,
         shards: Vec::new(),

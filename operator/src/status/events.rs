@@ -103,7 +103,10 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
 fn running(prev: &TaskStatus, next: &TaskStatus, msg: &str) -> Vec<Note> {
     let mut out = Vec::new();
     if let Some(
-        r @ (Reason::Unschedulable | Reason::ImagePullFailed | Reason::CreateContainerConfigError),
+        r @ (Reason::Unschedulable
+        | Reason::ImagePullFailed
+        | Reason::CreateContainerConfigError
+        | Reason::PodRefused),
     ) = next.known_reason()
         && prev.reason != next.reason
     {

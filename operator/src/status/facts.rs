@@ -271,7 +271,9 @@ fn record(task_uid: &str, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> F
 /// The Job runs: Running, with why its pod waits if it does, failing once
 /// `spec.startTimeoutSeconds` passed with the pod still waiting.
 fn unfinished(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>, base: Facts) -> Facts {
-    let waiting = observe::newest(obs.pods).and_then(observe::waiting);
+    let waiting = observe::newest(obs.pods)
+        .and_then(observe::waiting)
+        .or_else(|| Some((Reason::PodRefused, obs.pod_refused.clone()?)));
     let mut wake_in = None;
     if let (Some((r, m)), Some(limit)) = (&waiting, task.spec.start_timeout_seconds) {
         let since = job.metadata.creation_timestamp.as_ref().unwrap_or(&obs.now);

@@ -22,6 +22,9 @@ pub struct Observed<'a> {
     pub refused: Option<String>,
     /// Pods of that Job (only when the Job is ours).
     pub pods: &'a [Pod],
+    /// Why the API server refused that Job's pods (the Job controller's
+    /// newest FailedCreate Event), read when the Job runs and has no pod.
+    pub pod_refused: Option<String>,
     /// Result ConfigMaps of the Task's shards (sharded Tasks whose Job finished).
     pub shard_results: &'a [ConfigMap],
     /// The time to stamp on anything that changes now.

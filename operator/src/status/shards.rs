@@ -109,6 +109,7 @@ fn list(indexes: &[i32]) -> String {
 /// The facts of a sharded Task's own Indexed Job.
 pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts {
     let single = Observed {
+        pod_refused: None,
         result: None,
         refused: None,
         now: obs.now.clone(),

@@ -270,3 +270,29 @@ fn completion_records_digest_and_log_tail() {
         Some("sha256:73475cb40a568e8da8a045ced110137e159f890ac4da883b6b17dc651b3a8049")
     );
 }
+
+#[test]
+fn a_job_whose_pods_are_refused_waits_with_the_refusal() {
+    let j = JobFixture::ours().created_at(100).build();
+    let t = Task::test().running();
+    let refusal = "pods \"t-x\" is forbidden: violates PodSecurity \"restricted:latest\"";
+    let o = Observed {
+        pod_refused: Some(refusal.to_owned()),
+        ..obs(Some(&j), None, &[])
+    };
+    let d = desired(&t, &o);
+    assert_eq!(d.status.phase, Some(Phase::Running));
+    assert_eq!(d.status.reason.as_deref(), Some(reasons::POD_REFUSED));
+    let w = cond(&d.status, types::WAITING).unwrap();
+    assert_eq!(
+        (w.status.as_str(), w.reason.as_str(), w.message.as_str()),
+        ("True", reasons::POD_REFUSED, refusal)
+    );
+    // Once a pod exists, its own state is what counts.
+    let pods = [PodFixture::new("p1").build()];
+    let o = Observed {
+        pod_refused: None,
+        ..obs(Some(&j), None, &pods)
+    };
+    assert_eq!(desired(&t, &o).status.reason, None);
+}

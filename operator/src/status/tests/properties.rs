@@ -521,6 +521,7 @@ proptest! {
         shard_cms in vec(config_map(), 0..3),
     ) {
         let obs = Observed {
+            pod_refused: None,
             job: j.as_ref(),
             result: r.as_ref(),
             refused: None,
