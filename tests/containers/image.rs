@@ -240,3 +240,26 @@ pub async fn cannot_start_is_named(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     }
     Ok(())
 }
+
+/// Every sample in `manifests/samples/pods/` reaches its documented end
+/// state, public images standing in for their local builds and one node
+/// labelled and tainted as the GPU pool the sample selects.
+pub async fn pod_samples(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let node = "devcluster-node-1";
+    c.kubectl
+        .run(&["label", "node", node, "pool=gpu", "--overwrite"])?;
+    c.kubectl.run(&[
+        "taint",
+        "node",
+        node,
+        "nvidia.com/gpu=present:NoSchedule",
+        "--overwrite",
+    ])?;
+    let dir = longtask_e2e::root().join("manifests/samples/pods");
+    let standins = [("python:3.12-slim", PYTHON_IMAGE)];
+    let outcome = longtask_e2e::samples::reach_their_end_state(&ns, &dir, 3, &standins).await;
+    c.kubectl
+        .run(&["taint", "node", node, "nvidia.com/gpu=present:NoSchedule-"])?;
+    c.kubectl.run(&["label", "node", node, "pool-"])?;
+    outcome
+}

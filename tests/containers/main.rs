@@ -55,6 +55,7 @@ static ALL: &[Case] = &[
         true,
         image::node_selector_and_toleration
     ),
+    case!(pod_samples, true, image::pod_samples),
     case!(
         operator_pod_deleted_mid_run,
         true,

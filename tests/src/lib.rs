@@ -11,6 +11,7 @@ pub mod openmetrics;
 pub mod operator;
 pub mod procs;
 pub mod runner;
+pub mod samples;
 pub mod tracks;
 pub mod wait;
 

@@ -154,3 +154,9 @@ fn processes_with(needle: &str) -> usize {
         })
         .count()
 }
+
+/// Every sample in `manifests/samples/` reaches its documented end state.
+pub async fn samples_reach_their_end_state(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let dir = longtask_e2e::root().join("manifests/samples");
+    longtask_e2e::samples::reach_their_end_state(&ns, &dir, 5, &[]).await
+}

@@ -13,7 +13,6 @@ mod plugin;
 mod postmortem;
 mod rbac;
 mod restart;
-mod samples;
 mod scale;
 mod security;
 mod sizes;
@@ -136,7 +135,7 @@ pub static ALL: &[Case] = &[
     case!(
         samples_reach_their_end_state,
         false,
-        samples::samples_reach_their_end_state
+        basics::samples_reach_their_end_state
     ),
     case!(
         plugin_logs_follows_retry,
