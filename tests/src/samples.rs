@@ -21,7 +21,7 @@ struct Sample {
 
 fn read_samples(dir: &Path, standins: &[(&str, &str)]) -> Result<Vec<Sample>> {
     let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)?.flatten().collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.flatten().collect();
     entries.sort_by_key(|e| e.file_name());
     for e in entries {
         let file = e.file_name().to_string_lossy().into_owned();
