@@ -14,10 +14,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The pod of a Task: placement (nodeSelector, tolerations, affinity,
-/// topologySpreadConstraints, priorityClassName, runtimeClassName), image
-/// credentials (imagePullSecrets), data (volumes, mounted with
+/// topologySpreadConstraints, priorityClassName, runtimeClassName), identity
+/// (serviceAccountName, imagePullSecrets), data (volumes, mounted with
 /// `spec.volumeMounts`), the pod securityContext, and labels and
-/// annotations. The pod runs as the ServiceAccount longtask-worker. Each field is the PodSpec field of the same name; longtask
+/// annotations. Each field is the PodSpec field of the same name; longtask
 /// sets restartPolicy, the init container that installs the worker, the
 /// work volume `longtask` and the LONGTASK_* environment itself.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -58,6 +58,18 @@ pub struct PodTemplate {
     /// Secrets holding the credentials to pull `spec.image`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_pull_secrets: Vec<LocalObjectReference>,
+
+    /// The ServiceAccount the pod runs as, so that the program has its
+    /// rights (e.g. a cloud identity through workload identity). longtask
+    /// makes it a worker account of the Task's namespace: a RoleBinding
+    /// `longtask-worker:<name>` to the ClusterRole longtask-worker, and the
+    /// admission policies then limit the account's ConfigMap writes in that
+    /// namespace to results of its own Tasks' pods (its other rights stay as
+    /// they are). The account must exist. Default: longtask-worker, which
+    /// has no other rights.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 253))]
+    pub service_account_name: Option<String>,
 
     /// Volumes of the pod (core/v1 Volume: configMap, secret,
     /// persistentVolumeClaim, emptyDir, projected, ...), mounted into the

@@ -103,13 +103,15 @@ pub struct TaskSpec {
     pub security_context: Option<SecurityContext>,
 
     /// Where and how the pod runs: a subset of the PodSpec (placement,
-    /// volumes, securityContext, labels and annotations). Default: any
-    /// node the scheduler picks, no volumes but the work directory.
+    /// ServiceAccount, volumes, securityContext, labels and annotations).
+    /// Default: any node the scheduler picks, the ServiceAccount
+    /// longtask-worker, no volumes but the work directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(
         validation = Rule::new("!has(self.volumes) || self.volumes.all(v, v.name != 'longtask' && v.name != 'longtask-bin')").message("spec.podTemplate.volumes: the names longtask and longtask-bin are reserved for the volumes longtask adds"),
         validation = Rule::new("!has(self.metadata) || !has(self.metadata.labels) || self.metadata.labels.all(k, !k.startsWith('longtask.dev/') && !k.startsWith('batch.kubernetes.io/') && k != 'job-name' && k != 'controller-uid')").message("spec.podTemplate.metadata.labels: keys under longtask.dev/ and batch.kubernetes.io/, job-name and controller-uid are set by longtask and the Job controller"),
-        validation = Rule::new("!has(self.metadata) || !has(self.metadata.annotations) || self.metadata.annotations.all(k, !k.startsWith('longtask.dev/'))").message("spec.podTemplate.metadata.annotations: keys under longtask.dev/ are longtask's")
+        validation = Rule::new("!has(self.metadata) || !has(self.metadata.annotations) || self.metadata.annotations.all(k, !k.startsWith('longtask.dev/'))").message("spec.podTemplate.metadata.annotations: keys under longtask.dev/ are longtask's"),
+        validation = Rule::new("!has(self.serviceAccountName) || self.serviceAccountName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')").message("spec.podTemplate.serviceAccountName must be a ServiceAccount name: lowercase letters, digits, '-' and '.'")
     )]
     pub pod_template: Option<PodTemplate>,
 

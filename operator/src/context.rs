@@ -82,12 +82,18 @@ impl WorkerRbac {
         }
     }
 
-    /// True when `namespace` (with UID `uid`, if known) was ensured lately.
-    pub fn fresh(&self, namespace: &str, uid: Option<&str>) -> bool {
+    /// The cache key of `account`'s worker rights in `namespace`.
+    pub fn key(namespace: &str, account: &str) -> String {
+        format!("{namespace}/{account}")
+    }
+
+    /// True when `key` (see `key`; its namespace with UID `uid`, if known)
+    /// was ensured lately.
+    pub fn fresh(&self, key: &str, uid: Option<&str>) -> bool {
         let Ok(m) = self.ensured.lock() else {
             return false;
         };
-        m.get(namespace).is_some_and(|(u, at)| {
+        m.get(key).is_some_and(|(u, at)| {
             let same = match (u.as_deref(), uid) {
                 (Some(a), Some(b)) => a == b,
                 _ => true,
@@ -101,17 +107,18 @@ impl WorkerRbac {
         self.applying.lock().await
     }
 
-    /// Records that `namespace` was just ensured.
-    pub fn ensured(&self, namespace: &str, uid: Option<String>) {
+    /// Records that `key` was just ensured.
+    pub fn ensured(&self, key: &str, uid: Option<String>) {
         if let Ok(mut m) = self.ensured.lock() {
-            m.insert(namespace.to_owned(), (uid, Instant::now()));
+            m.insert(key.to_owned(), (uid, Instant::now()));
         }
     }
 
-    /// Forgets `namespace` (its RBAC may be gone).
+    /// Forgets every account of `namespace` (its RBAC may be gone).
     pub fn forget(&self, namespace: &str) {
         if let Ok(mut m) = self.ensured.lock() {
-            m.remove(namespace);
+            let prefix = format!("{namespace}/");
+            m.retain(|k, _| !k.starts_with(&prefix));
         }
     }
 }
@@ -164,17 +171,23 @@ mod tests {
     }
 
     #[test]
-    fn rbac_is_fresh_per_namespace_and_uid() {
+    fn rbac_is_fresh_per_namespace_account_and_uid() {
         let r = WorkerRbac::new(Duration::from_secs(60));
-        assert!(!r.fresh("a", None));
-        r.ensured("a", Some("u1".into()));
-        assert!(r.fresh("a", Some("u1")) && r.fresh("a", None));
-        assert!(!r.fresh("a", Some("u2")) && !r.fresh("b", None));
+        let (a, a2, b) = (
+            WorkerRbac::key("a", "longtask-worker"),
+            WorkerRbac::key("a", "analytics"),
+            WorkerRbac::key("b", "longtask-worker"),
+        );
+        assert!(!r.fresh(&a, None));
+        r.ensured(&a, Some("u1".into()));
+        r.ensured(&a2, Some("u1".into()));
+        assert!(r.fresh(&a, Some("u1")) && r.fresh(&a, None));
+        assert!(!r.fresh(&a, Some("u2")) && !r.fresh(&b, None));
         r.forget("a");
-        assert!(!r.fresh("a", Some("u1")));
+        assert!(!r.fresh(&a, Some("u1")) && !r.fresh(&a2, Some("u1")));
         let expired = WorkerRbac::new(Duration::ZERO);
-        expired.ensured("a", None);
-        assert!(!expired.fresh("a", None));
+        expired.ensured(&a, None);
+        assert!(!expired.fresh(&a, None));
     }
 
     #[test]

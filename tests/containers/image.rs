@@ -257,7 +257,7 @@ pub async fn pod_samples(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     ])?;
     let dir = longtask_e2e::root().join("manifests/samples/pods");
     let standins = [("python:3.12-slim", PYTHON_IMAGE)];
-    let outcome = longtask_e2e::samples::reach_their_end_state(&ns, &dir, 3, &standins).await;
+    let outcome = longtask_e2e::samples::reach_their_end_state(&ns, &dir, 4, &standins).await;
     c.kubectl
         .run(&["taint", "node", node, "nvidia.com/gpu=present:NoSchedule-"])?;
     c.kubectl.run(&["label", "node", node, "pool-"])?;

@@ -22,7 +22,7 @@ use crate::context::Context;
 use crate::queue::{self, Limits, Plan, Verdict, Wait};
 use crate::reconcile::api::ApiError;
 use crate::reconcile::error::Error;
-use crate::reconcile::{api, build, validate};
+use crate::reconcile::{api, build, pod, validate};
 
 /// What `start` did.
 pub enum Admission {
@@ -57,7 +57,7 @@ pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
     let id = build::identity(task)?;
     let own_limit = namespace_limit(ctx, id.namespace).await?;
     if ctx.queue.global.is_none() && own_limit.is_none() {
-        api::ensure_worker_rbac(ctx, id.namespace).await?;
+        api::ensure_worker_rbac(ctx, id.namespace, pod::worker_account(task)).await?;
         let built = build::job(task, &ctx.config.worker_image)?;
         return created(api::create_job(ctx, &built).await);
     }
@@ -188,13 +188,14 @@ async fn start_all(
     if let Some(t) = me {
         by_uid.insert(mine.clone(), Arc::new(t.clone()));
     }
-    let mut rbac_done = BTreeSet::new();
+    let mut rbac_done: BTreeSet<(String, String)> = BTreeSet::new();
     let mut out = None;
     for uid in &plan.start {
         let Some(t) = by_uid.get(uid) else { continue };
         let ns = t.namespace().unwrap_or_default();
-        if rbac_done.insert(ns.clone()) {
-            api::ensure_worker_rbac(ctx, &ns).await?;
+        let account = pod::worker_account(t).to_owned();
+        if rbac_done.insert((ns.clone(), account.clone())) {
+            api::ensure_worker_rbac(ctx, &ns, &account).await?;
         }
         let built = build::job(t, &ctx.config.worker_image)?;
         let admission = created(api::create_job(ctx, &built).await)?;

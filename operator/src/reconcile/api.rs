@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use crds::names::{API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
+use crds::names::{self, API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, ServiceAccount};
@@ -14,7 +14,7 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::call::{self, CallError};
-use crate::context::Context;
+use crate::context::{Context, WorkerRbac};
 use crate::reconcile::build;
 use crate::status::events::Note;
 
@@ -406,32 +406,51 @@ pub async fn get_result(
         })
 }
 
-/// Server-side applies the worker's ServiceAccount and RoleBinding, unless
-/// this namespace got them lately (`WorkerRbac`).
-pub async fn ensure_worker_rbac(ctx: &Context, namespace: &str) -> Result<(), ApiError> {
+/// Server-side applies the worker's ServiceAccount and RoleBinding, and the
+/// RoleBinding of `account` when a Task names its own, unless they were
+/// applied lately (`WorkerRbac`).
+pub async fn ensure_worker_rbac(
+    ctx: &Context,
+    namespace: &str,
+    account: &str,
+) -> Result<(), ApiError> {
     let ns_uid = ctx.queue.namespace_uid(namespace);
-    if ctx.rbac.fresh(namespace, ns_uid.as_deref()) {
+    let key = WorkerRbac::key(namespace, account);
+    if ctx.rbac.fresh(&key, ns_uid.as_deref()) {
         return Ok(());
     }
     let _one_at_a_time = ctx.rbac.applying().await;
-    if ctx.rbac.fresh(namespace, ns_uid.as_deref()) {
+    if ctx.rbac.fresh(&key, ns_uid.as_deref()) {
         return Ok(());
     }
-    let sa = build::worker_service_account(namespace);
-    let sa_name = sa.name_any();
-    let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
-    call(
-        ctx,
-        "apply",
-        api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
-    )
-    .await
-    .map_err(|source| ApiError::ApplyServiceAccount {
-        namespace: namespace.to_owned(),
-        name: sa_name,
-        source,
-    })?;
-    let rb = build::worker_role_binding(namespace);
+    let default_key = WorkerRbac::key(namespace, names::WORKER_SERVICE_ACCOUNT);
+    if !ctx.rbac.fresh(&default_key, ns_uid.as_deref()) {
+        let sa = build::worker_service_account(namespace);
+        let sa_name = sa.name_any();
+        let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
+        call(
+            ctx,
+            "apply",
+            api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
+        )
+        .await
+        .map_err(|source| ApiError::ApplyServiceAccount {
+            namespace: namespace.to_owned(),
+            name: sa_name,
+            source,
+        })?;
+        apply_role_binding(ctx, namespace, names::WORKER_SERVICE_ACCOUNT).await?;
+        ctx.rbac.ensured(&default_key, ns_uid.clone());
+    }
+    if account != names::WORKER_SERVICE_ACCOUNT {
+        apply_role_binding(ctx, namespace, account).await?;
+        ctx.rbac.ensured(&key, ns_uid);
+    }
+    Ok(())
+}
+
+async fn apply_role_binding(ctx: &Context, namespace: &str, account: &str) -> Result<(), ApiError> {
+    let rb = build::worker_role_binding(namespace, account);
     let rb_name = rb.name_any();
     let api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), namespace);
     call(
@@ -445,7 +464,6 @@ pub async fn ensure_worker_rbac(ctx: &Context, namespace: &str) -> Result<(), Ap
         name: rb_name,
         source,
     })?;
-    ctx.rbac.ensured(namespace, ns_uid);
     Ok(())
 }
 

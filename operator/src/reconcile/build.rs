@@ -77,10 +77,17 @@ pub fn worker_service_account(namespace: &str) -> ServiceAccount {
     }
 }
 
-/// The RoleBinding giving that account the worker ClusterRole in `namespace`.
-pub fn worker_role_binding(namespace: &str) -> RoleBinding {
+/// The RoleBinding giving `account` the worker ClusterRole in `namespace`:
+/// `longtask-worker` for the default account, `longtask-worker:<account>`
+/// for an account a Task names.
+pub fn worker_role_binding(namespace: &str, account: &str) -> RoleBinding {
+    let name = if account == names::WORKER_SERVICE_ACCOUNT {
+        names::WORKER_ROLE_BINDING.to_owned()
+    } else {
+        format!("{}:{account}", names::WORKER_ROLE_BINDING)
+    };
     RoleBinding {
-        metadata: managed_meta(names::WORKER_ROLE_BINDING, namespace),
+        metadata: managed_meta(&name, namespace),
         role_ref: RoleRef {
             api_group: Some("rbac.authorization.k8s.io".to_owned()),
             kind: "ClusterRole".to_owned(),
@@ -88,7 +95,7 @@ pub fn worker_role_binding(namespace: &str) -> RoleBinding {
         },
         subjects: Some(vec![Subject {
             kind: "ServiceAccount".to_owned(),
-            name: names::WORKER_SERVICE_ACCOUNT.to_owned(),
+            name: account.to_owned(),
             namespace: Some(namespace.to_owned()),
             ..Subject::default()
         }]),

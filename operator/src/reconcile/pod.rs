@@ -56,7 +56,9 @@ fn pod(task: &Task, id: &Identity<'_>, worker_image: &str, user: PodTemplate) ->
     volumes.extend(user.volumes);
     PodSpec {
         restart_policy: Some("Never".to_owned()),
-        service_account_name: Some(names::WORKER_SERVICE_ACCOUNT.to_owned()),
+        service_account_name: Some(worker_account(task).to_owned()),
+        // The worker needs its token even where the account opts out.
+        automount_service_account_token: Some(true),
         enable_service_links: Some(false),
         security_context: Some(overlay(pod_security(), user.security_context.as_ref())),
         volumes: Some(volumes),
@@ -73,6 +75,16 @@ fn pod(task: &Task, id: &Identity<'_>, worker_image: &str, user: PodTemplate) ->
             .then_some(user.image_pull_secrets),
         ..PodSpec::default()
     }
+}
+
+/// The ServiceAccount the Task's pods run as: `podTemplate`'s, or
+/// longtask-worker.
+pub fn worker_account(task: &Task) -> &str {
+    task.spec
+        .pod_template
+        .as_ref()
+        .and_then(|p| p.service_account_name.as_deref())
+        .unwrap_or(names::WORKER_SERVICE_ACCOUNT)
 }
 
 fn empty_dir(name: &str) -> Volume {

@@ -119,6 +119,11 @@ pub static ALL: &[Case] = &[
         security::worker_credentials_confined
     ),
     case!(
+        own_account_reads_its_secret_and_stays_confined,
+        false,
+        security::own_account_reads_its_secret_and_stays_confined
+    ),
+    case!(
         long_names_write_results,
         false,
         security::long_names_write_results

@@ -77,15 +77,74 @@ echo ATTEMPTS-DONE
 "#;
 
 pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    let api = tasks(&ns.client, &ns.name);
+    secrets_and_settings(&ns)?;
+    confined(&ns, "longtask-worker", ATTEMPTS).await
+}
+
+/// A Task may run as an account of its own (spec.podTemplate
+/// .serviceAccountName): the program has that account's rights (it reads a
+/// Secret only that account may read) and the worker writes the result,
+/// while the same intruder, now with that account's credentials, is
+/// refused everything else, as for longtask-worker.
+pub async fn own_account_reads_its_secret_and_stays_confined(
+    _c: Arc<Cluster>,
+    ns: TestNs,
+) -> Result<()> {
+    secrets_and_settings(&ns)?;
+    ns.k(&["create", "serviceaccount", "analytics"])?;
+    ns.k(&[
+        "create",
+        "role",
+        "read-precious",
+        "--verb=get",
+        "--resource=secrets",
+        "--resource-name=precious",
+    ])?;
+    ns.k(&[
+        "create",
+        "rolebinding",
+        "read-precious",
+        "--role=read-precious",
+        &format!("--serviceaccount={}:analytics", ns.name),
+    ])?;
     ns.apply(&sh_task(
-        "victim",
-        r#"printf 'the real result' > "$LONGTASK_RESULT""#,
-        "",
+        "reader",
+        r#"kubectl get secret precious -o jsonpath='{.data.k}' | base64 -d > "$LONGTASK_RESULT""#,
+        "  podTemplate:\n    serviceAccountName: analytics\n",
     ))?;
-    let before = wait::condition(&api, "victim", "Complete", MINUTE).await?;
-    let cms: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
-    let result_before = cms.get("victim-result").await?;
+    let t = wait::condition(&tasks(&ns.client, &ns.name), "reader", "Complete", MINUTE).await?;
+    ensure!(
+        t["status"]["result"].as_str().map(str::trim) == Some("v"),
+        "reader: {}",
+        t["status"]
+    );
+    let rb = ns.k(&[
+        "get",
+        "rolebinding",
+        "longtask-worker:analytics",
+        "-o",
+        "jsonpath={.roleRef.name}",
+    ])?;
+    ensure!(
+        rb.trim() == "longtask-worker",
+        "RoleBinding longtask-worker:analytics: {rb:?}"
+    );
+    // The account's own right stays; everything else is refused as before.
+    let attempts: Vec<(&str, Outcome)> = ATTEMPTS
+        .iter()
+        .map(|&(n, o)| {
+            if n == "read-secret" {
+                (n, Outcome::Allowed)
+            } else {
+                (n, o)
+            }
+        })
+        .collect();
+    confined(&ns, "analytics", &attempts).await
+}
+
+/// The Secret `precious` and the ConfigMap `settings` the intruder aims at.
+fn secrets_and_settings(ns: &TestNs) -> Result<()> {
     ns.k(&[
         "create",
         "secret",
@@ -99,6 +158,22 @@ pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result
         "settings",
         "--from-literal=mode=safe",
     ])?;
+    Ok(())
+}
+
+/// A victim Task completes; then the intruder Job, running as `account`,
+/// makes every attempt, each with the outcome `attempts` says, and nothing
+/// of the victim's, nor `settings`, changes.
+async fn confined(ns: &TestNs, account: &str, attempts: &[(&str, Outcome)]) -> Result<()> {
+    let api = tasks(&ns.client, &ns.name);
+    ns.apply(&sh_task(
+        "victim",
+        r#"printf 'the real result' > "$LONGTASK_RESULT""#,
+        "",
+    ))?;
+    let before = wait::condition(&api, "victim", "Complete", MINUTE).await?;
+    let cms: Api<ConfigMap> = Api::namespaced(ns.client.clone(), &ns.name);
+    let result_before = cms.get("victim-result").await?;
 
     // The intruder knows everything a worker could learn: the victim's
     // Task and Job UIDs.
@@ -132,7 +207,7 @@ pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result
         "metadata": {"name": "spawned"}, "spec": {"command": ["true"]},
     })
     .to_string();
-    ns.apply(&intruder_job(&forged, &own, &task))?;
+    ns.apply(&intruder_job(&forged, &own, &task, account))?;
     ns.k(&[
         "wait",
         "--for=condition=Complete",
@@ -144,11 +219,11 @@ pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result
         logs.contains("ATTEMPTS-DONE"),
         "the intruder did not finish:\n{logs}"
     );
-    let seen = parse(&logs);
+    let seen = parse(&logs, account);
     let mut wrong = Vec::new();
-    for (name, want) in ATTEMPTS {
+    for (name, want) in attempts {
         let got = seen.get(*name).copied();
-        println!("worker_credentials_confined: {name}: {got:?}");
+        println!("confined ({account}): {name}: {got:?}");
         if got != Some(*want) {
             wrong.push(format!("{name}: want {want:?}, got {got:?}"));
         }
@@ -194,7 +269,7 @@ pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result
 /// A Job of this namespace, not a Task's, running as the worker account,
 /// restricted-PSS compliant; the devcluster runs `command` on the host,
 /// where kubectl uses the pod's KUBECONFIG (its bound token).
-fn intruder_job(forged: &str, own: &str, task: &str) -> String {
+fn intruder_job(forged: &str, own: &str, task: &str, account: &str) -> String {
     let env = |n: &str, v: &str| json!({"name": n, "value": v});
     json!({
         "apiVersion": "batch/v1", "kind": "Job",
@@ -202,7 +277,7 @@ fn intruder_job(forged: &str, own: &str, task: &str) -> String {
         "spec": {
             "backoffLimit": 0,
             "template": {"spec": {
-                "serviceAccountName": "longtask-worker",
+                "serviceAccountName": account,
                 "restartPolicy": "Never",
                 "securityContext": {
                     "runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532,
@@ -234,25 +309,25 @@ fn intruder_job(forged: &str, own: &str, task: &str) -> String {
 }
 
 /// The outcome of each `ATTEMPT` line of the intruder's log.
-fn parse(logs: &str) -> BTreeMap<String, Outcome> {
+fn parse(logs: &str, account: &str) -> BTreeMap<String, Outcome> {
     logs.lines()
         .filter_map(|l| l.strip_prefix("ATTEMPT "))
         .filter_map(|l| {
             let (name, rest) = l.split_once(' ')?;
             let (verdict, text) = rest.split_once(':').unwrap_or((rest, ""));
-            Some((name.to_owned(), classify(verdict, text)))
+            Some((name.to_owned(), classify(verdict, text, account)))
         })
         .collect()
 }
 
-fn classify(verdict: &str, text: &str) -> Outcome {
+fn classify(verdict: &str, text: &str, account: &str) -> Outcome {
     if verdict == "allowed" {
         Outcome::Allowed
     } else if text.contains("ValidatingAdmissionPolicy 'longtask-worker-results'")
         && text.contains("denied request")
     {
         Outcome::Policy
-    } else if text.contains("is forbidden") && text.contains(":longtask-worker\" cannot") {
+    } else if text.contains("is forbidden") && text.contains(&format!(":{account}\" cannot")) {
         Outcome::Rbac
     } else {
         Outcome::Other

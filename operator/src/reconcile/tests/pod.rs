@@ -118,6 +118,7 @@ fn pod_template_shapes_the_pod_and_longtask_keeps_its_parts() {
             ..Toleration::default()
         }],
         priority_class_name: Some("high".into()),
+        service_account_name: Some("analytics".into()),
         volumes: vec![Volume {
             name: "data".into(),
             config_map: Some(ConfigMapVolumeSource {
@@ -157,7 +158,8 @@ fn pod_template_shapes_the_pod_and_longtask_keeps_its_parts() {
     );
     let p = tmpl.spec.unwrap();
     assert_eq!(p.restart_policy.as_deref(), Some("Never"));
-    assert_eq!(p.service_account_name.as_deref(), Some("longtask-worker"));
+    assert_eq!(p.service_account_name.as_deref(), Some("analytics"));
+    assert_eq!(p.automount_service_account_token, Some(true));
     assert_eq!(p.priority_class_name.as_deref(), Some("high"));
     assert_eq!(
         p.node_selector.unwrap().get("pool").map(String::as_str),
