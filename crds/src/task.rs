@@ -228,6 +228,32 @@ fn is_zero(n: &i32) -> bool {
     *n == 0
 }
 
+impl Default for TaskSpec {
+    /// No command (which the API refuses): a base for building specs.
+    fn default() -> TaskSpec {
+        TaskSpec {
+            command: Vec::new(),
+            image: None,
+            image_pull_policy: None,
+            volume_mounts: Vec::new(),
+            working_dir: None,
+            security_context: None,
+            pod_template: None,
+            args: Vec::new(),
+            env: Vec::new(),
+            resources: None,
+            timeout_seconds: None,
+            start_timeout_seconds: None,
+            retries: 0,
+            ttl_seconds_after_finished: None,
+            cancel: false,
+            priority: 0,
+            shards: 1,
+            parallelism: None,
+        }
+    }
+}
+
 impl TaskSpec {
     /// True when the Task runs as an Indexed Job of several shards.
     pub fn is_sharded(&self) -> bool {

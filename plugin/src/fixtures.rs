@@ -35,12 +35,7 @@ pub fn task(name: &str) -> TaskBuilder {
             priority: 0,
             shards: 1,
             parallelism: None,
-            image: None,
-            image_pull_policy: None,
-            volume_mounts: Vec::new(),
-            working_dir: None,
-            security_context: None,
-            pod_template: None,
+            ..TaskSpec::default()
         },
     );
     t.metadata.namespace = Some("ns".into());

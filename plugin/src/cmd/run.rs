@@ -149,12 +149,7 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
         priority: 0,
         shards,
         parallelism: a.parallelism,
-        image: None,
-        image_pull_policy: None,
-        volume_mounts: Vec::new(),
-        working_dir: None,
-        security_context: None,
-        pod_template: None,
+        ..TaskSpec::default()
     };
     Ok(Task::new(&a.name, spec))
 }

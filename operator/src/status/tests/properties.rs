@@ -140,12 +140,7 @@ fn spec() -> BoxedStrategy<TaskSpec> {
                     priority: prio,
                     shards,
                     parallelism: par,
-                    image: None,
-                    image_pull_policy: None,
-                    volume_mounts: Vec::new(),
-                    working_dir: None,
-                    security_context: None,
-                    pod_template: None,
+                    ..TaskSpec::default()
                 }
             },
         )
