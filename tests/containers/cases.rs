@@ -80,7 +80,7 @@ pub async fn completes_with_result_and_logs(c: Arc<Cluster>, ns: TestNs) -> Resu
     ))?;
     let pod = wait_pod(&ns, "hello").await?;
     container_until(&ns, &pod, "the container to start", |cs| {
-        !cs["state"]["waiting"].is_object()
+        cs["state"]["running"].is_object() || cs["state"]["terminated"].is_object()
     })
     .await?;
     let follow = tokio::process::Command::new("kubectl")
