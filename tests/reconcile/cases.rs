@@ -250,12 +250,7 @@ pub async fn plugin_says_longtask_is_not_installed(c: Arc<Cluster>, ns: TestNs) 
     let out = c.kubectl.plugin(&ns.name, &["get", "anything"]);
     // Put it back whatever happened, before judging.
     c.kubectl.run(&["apply", "--server-side", "-f", crd])?;
-    c.kubectl.run(&[
-        "wait",
-        "--for=condition=Established",
-        "crd/tasks.longtask.dev",
-        "--timeout=60s",
-    ])?;
+    c.wait_crd_established()?;
     let out = out?;
     ensure!(out.code == Some(1), "exit code {:?}", out.code);
     ensure!(

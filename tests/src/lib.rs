@@ -202,13 +202,30 @@ impl Cluster {
             self.kubectl
                 .run(&["apply", "--server-side", "-f", path.to_str().unwrap()])?;
         }
-        self.kubectl.run(&[
-            "wait",
-            "--for=condition=Established",
-            "crd/tasks.longtask.dev",
-            "--timeout=60s",
-        ])?;
-        Ok(())
+        self.wait_crd_established()
+    }
+
+    /// Waits up to 60 s until the Task CRD is Established. Polled, not
+    /// `kubectl wait`: that fails at once (".status.conditions accessor
+    /// error") when it reads a just-created CRD before any condition.
+    pub fn wait_crd_established(&self) -> Result<()> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let status = self.kubectl.run(&[
+                "get",
+                "crd",
+                "tasks.longtask.dev",
+                "-o",
+                r#"jsonpath={.status.conditions[?(@.type=="Established")].status}"#,
+            ]);
+            if status.as_deref().is_ok_and(|s| s.trim() == "True") {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                bail!("CRD tasks.longtask.dev not Established after 60 s: {status:?}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     /// Waits (`kubectl rollout status`, up to `timeout`, e.g. "60s") until
