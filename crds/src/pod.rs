@@ -61,8 +61,8 @@ pub struct PodTemplate {
 
     /// The ServiceAccount the pod runs as, so that the program has its
     /// rights (e.g. a cloud identity through workload identity). longtask
-    /// makes it a worker account of the Task's namespace: a RoleBinding
-    /// `longtask-worker:<name>` to the ClusterRole longtask-worker, and the
+    /// makes it a worker account of the Task's namespace: a subject of the
+    /// RoleBinding longtask-worker (ClusterRole longtask-worker), and the
     /// admission policies then limit the account's ConfigMap writes in that
     /// namespace to results of its own Tasks' pods (its other rights stay as
     /// they are). The account must exist. Default: longtask-worker, which

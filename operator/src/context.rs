@@ -2,7 +2,7 @@
 //! the metrics, the per-object retry bookkeeping and the admission lock.
 //! No Task state lives here.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,11 @@ pub struct Context {
 pub struct WorkerRbac {
     ttl: Duration,
     ensured: Mutex<HashMap<String, (Option<String>, Instant)>>,
+    /// The accounts bound in each namespace (subjects of its RoleBinding
+    /// longtask-worker): every apply keeps them, so none is dropped by a
+    /// reconcile that did not see its Task yet. Rebuilt from the Tasks
+    /// after a restart.
+    bound: Mutex<HashMap<String, BTreeSet<String>>>,
     /// One apply at a time: the first reconciles in a new namespace wait
     /// for it instead of each applying the same two objects.
     applying: tokio::sync::Mutex<()>,
@@ -78,6 +83,7 @@ impl WorkerRbac {
         WorkerRbac {
             ttl,
             ensured: Mutex::new(HashMap::new()),
+            bound: Mutex::new(HashMap::new()),
             applying: tokio::sync::Mutex::new(()),
         }
     }
@@ -107,18 +113,36 @@ impl WorkerRbac {
         self.applying.lock().await
     }
 
-    /// Records that `key` was just ensured.
-    pub fn ensured(&self, key: &str, uid: Option<String>) {
+    /// The accounts last bound in `namespace`.
+    pub fn bound(&self, namespace: &str) -> BTreeSet<String> {
+        self.bound
+            .lock()
+            .ok()
+            .and_then(|m| m.get(namespace).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Records that `accounts` were just bound in `namespace` (with UID
+    /// `uid`, if known).
+    pub fn ensured(&self, namespace: &str, accounts: &BTreeSet<String>, uid: Option<String>) {
         if let Ok(mut m) = self.ensured.lock() {
-            m.insert(key.to_owned(), (uid, Instant::now()));
+            for a in accounts {
+                m.insert(Self::key(namespace, a), (uid.clone(), Instant::now()));
+            }
+        }
+        if let Ok(mut m) = self.bound.lock() {
+            m.insert(namespace.to_owned(), accounts.clone());
         }
     }
 
-    /// Forgets every account of `namespace` (its RBAC may be gone).
+    /// Forgets `namespace` (its RBAC may be gone).
     pub fn forget(&self, namespace: &str) {
         if let Ok(mut m) = self.ensured.lock() {
             let prefix = format!("{namespace}/");
             m.retain(|k, _| !k.starts_with(&prefix));
+        }
+        if let Ok(mut m) = self.bound.lock() {
+            m.remove(namespace);
         }
     }
 }
@@ -178,15 +202,17 @@ mod tests {
             WorkerRbac::key("a", "analytics"),
             WorkerRbac::key("b", "longtask-worker"),
         );
+        let both: BTreeSet<String> = ["longtask-worker".into(), "analytics".into()].into();
         assert!(!r.fresh(&a, None));
-        r.ensured(&a, Some("u1".into()));
-        r.ensured(&a2, Some("u1".into()));
-        assert!(r.fresh(&a, Some("u1")) && r.fresh(&a, None));
+        r.ensured("a", &both, Some("u1".into()));
+        assert!(r.fresh(&a, Some("u1")) && r.fresh(&a, None) && r.fresh(&a2, None));
         assert!(!r.fresh(&a, Some("u2")) && !r.fresh(&b, None));
+        assert_eq!(r.bound("a"), both);
         r.forget("a");
         assert!(!r.fresh(&a, Some("u1")) && !r.fresh(&a2, Some("u1")));
+        assert!(r.bound("a").is_empty());
         let expired = WorkerRbac::new(Duration::ZERO);
-        expired.ensured(&a, None);
+        expired.ensured("a", &both, None);
         assert!(!expired.fresh(&a, None));
     }
 

@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use crds::names::{self, API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
+use crds::names::{API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, ServiceAccount};
@@ -15,7 +15,7 @@ use tracing::{info, warn};
 
 use crate::call::{self, CallError};
 use crate::context::{Context, WorkerRbac};
-use crate::reconcile::build;
+use crate::reconcile::{build, pod};
 use crate::status::events::Note;
 
 /// Failures of the API calls here: one variant per call, naming its
@@ -406,9 +406,11 @@ pub async fn get_result(
         })
 }
 
-/// Server-side applies the worker's ServiceAccount and RoleBinding, and the
-/// RoleBinding of `account` when a Task names its own, unless they were
-/// applied lately (`WorkerRbac`).
+/// Server-side applies the worker's ServiceAccount and its RoleBinding,
+/// whose subjects are longtask-worker and every account the namespace's
+/// Tasks name (`account` included), unless `account` got its rights there
+/// lately (`WorkerRbac`). The subjects only grow while the operator runs
+/// (it remembers what it bound), so two Tasks never unbind each other.
 pub async fn ensure_worker_rbac(
     ctx: &Context,
     namespace: &str,
@@ -423,34 +425,30 @@ pub async fn ensure_worker_rbac(
     if ctx.rbac.fresh(&key, ns_uid.as_deref()) {
         return Ok(());
     }
-    let default_key = WorkerRbac::key(namespace, names::WORKER_SERVICE_ACCOUNT);
-    if !ctx.rbac.fresh(&default_key, ns_uid.as_deref()) {
-        let sa = build::worker_service_account(namespace);
-        let sa_name = sa.name_any();
-        let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
-        call(
-            ctx,
-            "apply",
-            api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
-        )
-        .await
-        .map_err(|source| ApiError::ApplyServiceAccount {
-            namespace: namespace.to_owned(),
-            name: sa_name,
-            source,
-        })?;
-        apply_role_binding(ctx, namespace, names::WORKER_SERVICE_ACCOUNT).await?;
-        ctx.rbac.ensured(&default_key, ns_uid.clone());
+    let sa = build::worker_service_account(namespace);
+    let sa_name = sa.name_any();
+    let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
+    call(
+        ctx,
+        "apply",
+        api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
+    )
+    .await
+    .map_err(|source| ApiError::ApplyServiceAccount {
+        namespace: namespace.to_owned(),
+        name: sa_name,
+        source,
+    })?;
+    let mut accounts = ctx.rbac.bound(namespace);
+    accounts.insert(account.to_owned());
+    if let Some(store) = ctx.queue.tasks() {
+        for t in store.state() {
+            if t.metadata.namespace.as_deref() == Some(namespace) {
+                accounts.insert(pod::worker_account(&t).to_owned());
+            }
+        }
     }
-    if account != names::WORKER_SERVICE_ACCOUNT {
-        apply_role_binding(ctx, namespace, account).await?;
-        ctx.rbac.ensured(&key, ns_uid);
-    }
-    Ok(())
-}
-
-async fn apply_role_binding(ctx: &Context, namespace: &str, account: &str) -> Result<(), ApiError> {
-    let rb = build::worker_role_binding(namespace, account);
+    let rb = build::worker_role_binding(namespace, accounts.iter().map(String::as_str));
     let rb_name = rb.name_any();
     let api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), namespace);
     call(
@@ -464,6 +462,7 @@ async fn apply_role_binding(ctx: &Context, namespace: &str, account: &str) -> Re
         name: rb_name,
         source,
     })?;
+    ctx.rbac.ensured(namespace, &accounts, ns_uid);
     Ok(())
 }
 

@@ -1,7 +1,7 @@
 //! Pure builders: the Job that runs a Task, and the worker's ServiceAccount
 //! and RoleBinding. No client here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crds::Task;
 use crds::names::{self, labels};
@@ -77,27 +77,32 @@ pub fn worker_service_account(namespace: &str) -> ServiceAccount {
     }
 }
 
-/// The RoleBinding giving `account` the worker ClusterRole in `namespace`:
-/// `longtask-worker` for the default account, `longtask-worker:<account>`
-/// for an account a Task names.
-pub fn worker_role_binding(namespace: &str, account: &str) -> RoleBinding {
-    let name = if account == names::WORKER_SERVICE_ACCOUNT {
-        names::WORKER_ROLE_BINDING.to_owned()
-    } else {
-        format!("{}:{account}", names::WORKER_ROLE_BINDING)
-    };
+/// The RoleBinding `longtask-worker` giving the worker ClusterRole in
+/// `namespace` to longtask-worker and to every account in `accounts` (those
+/// the namespace's Tasks name), in name order.
+pub fn worker_role_binding<'a>(
+    namespace: &str,
+    accounts: impl IntoIterator<Item = &'a str>,
+) -> RoleBinding {
+    let mut names: BTreeSet<&str> = accounts.into_iter().collect();
+    names.insert(names::WORKER_SERVICE_ACCOUNT);
     RoleBinding {
-        metadata: managed_meta(&name, namespace),
+        metadata: managed_meta(names::WORKER_ROLE_BINDING, namespace),
         role_ref: RoleRef {
             api_group: Some("rbac.authorization.k8s.io".to_owned()),
             kind: "ClusterRole".to_owned(),
             name: names::WORKER_CLUSTER_ROLE.to_owned(),
         },
-        subjects: Some(vec![Subject {
-            kind: "ServiceAccount".to_owned(),
-            name: account.to_owned(),
-            namespace: Some(namespace.to_owned()),
-            ..Subject::default()
-        }]),
+        subjects: Some(
+            names
+                .into_iter()
+                .map(|account| Subject {
+                    kind: "ServiceAccount".to_owned(),
+                    name: account.to_owned(),
+                    namespace: Some(namespace.to_owned()),
+                    ..Subject::default()
+                })
+                .collect(),
+        ),
     }
 }

@@ -118,16 +118,16 @@ pub async fn own_account_reads_its_secret_and_stays_confined(
         "reader: {}",
         t["status"]
     );
-    let rb = ns.k(&[
+    let subjects = ns.k(&[
         "get",
         "rolebinding",
-        "longtask-worker:analytics",
+        "longtask-worker",
         "-o",
-        "jsonpath={.roleRef.name}",
+        "jsonpath={.subjects[*].name}",
     ])?;
     ensure!(
-        rb.trim() == "longtask-worker",
-        "RoleBinding longtask-worker:analytics: {rb:?}"
+        subjects.split_whitespace().any(|s| s == "analytics"),
+        "RoleBinding longtask-worker subjects: {subjects:?}"
     );
     // The account's own right stays; everything else is refused as before.
     let attempts: Vec<(&str, Outcome)> = ATTEMPTS

@@ -147,7 +147,7 @@ fn task_without_uid_is_refused() {
 
 #[test]
 fn worker_rbac_binds_the_cluster_role() {
-    let rb = worker_role_binding("ns", "longtask-worker");
+    let rb = worker_role_binding("ns", []);
     assert_eq!(rb.metadata.name.as_deref(), Some("longtask-worker"));
     assert_eq!(rb.role_ref.name, "longtask-worker");
     assert_eq!(rb.role_ref.kind, "ClusterRole");
@@ -160,11 +160,8 @@ fn worker_rbac_binds_the_cluster_role() {
         worker_service_account("ns").metadata.name.as_deref(),
         Some("longtask-worker")
     );
-    let own = worker_role_binding("ns", "analytics");
-    assert_eq!(
-        own.metadata.name.as_deref(),
-        Some("longtask-worker:analytics")
-    );
-    assert_eq!(own.role_ref.name, "longtask-worker");
-    assert_eq!(own.subjects.unwrap()[0].name, "analytics");
+    let own = worker_role_binding("ns", ["reporting", "analytics", "analytics"]);
+    assert_eq!(own.metadata.name.as_deref(), Some("longtask-worker"));
+    let subjects: Vec<String> = own.subjects.unwrap().into_iter().map(|s| s.name).collect();
+    assert_eq!(subjects, ["analytics", "longtask-worker", "reporting"]);
 }
