@@ -24,17 +24,6 @@ pub fn task(name: &str) -> TaskBuilder {
         name,
         TaskSpec {
             command: vec!["true".into()],
-            args: vec![],
-            env: vec![],
-            resources: None,
-            timeout_seconds: None,
-            start_timeout_seconds: None,
-            retries: 0,
-            ttl_seconds_after_finished: None,
-            cancel: false,
-            priority: 0,
-            shards: 1,
-            parallelism: None,
             ..TaskSpec::default()
         },
     );
