@@ -392,15 +392,7 @@ pub async fn operator_pod_deleted_mid_run(c: Arc<Cluster>, ns: TestNs) -> Result
         "",
     ))?;
     wait::condition(&tasks(&ns.client, &ns.name), "survivor", "Running", MINUTE).await?;
-    c.kubectl.run(&[
-        "-n",
-        SYSTEM_NS,
-        "delete",
-        "pod",
-        "-l",
-        operator::SELECTOR,
-        "--wait=false",
-    ])?;
+    operator::delete_pods(&c.kubectl)?;
     let task = wait::condition(
         &tasks(&ns.client, &ns.name),
         "survivor",

@@ -136,19 +136,43 @@ pub async fn configmap_volume(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     Ok(())
 }
 
+/// Node `node` labelled `label` (k=v) and tainted `taint` (k=v:Effect), as
+/// a pool of special nodes is; `remove` takes both off again.
+struct Pool<'a> {
+    cluster: &'a Cluster,
+    node: &'a str,
+    label: &'a str,
+    taint: &'a str,
+}
+
+impl Pool<'_> {
+    fn apply(&self) -> Result<()> {
+        let k = &self.cluster.kubectl;
+        k.run(&["label", "node", self.node, self.label, "--overwrite"])?;
+        k.run(&["taint", "node", self.node, self.taint, "--overwrite"])?;
+        Ok(())
+    }
+
+    fn remove(&self) -> Result<()> {
+        let k = &self.cluster.kubectl;
+        k.run(&["taint", "node", self.node, &format!("{}-", self.taint)])?;
+        let key = self.label.split_once('=').map_or(self.label, |(k, _)| k);
+        k.run(&["label", "node", self.node, &format!("{key}-")])?;
+        Ok(())
+    }
+}
+
 /// nodeSelector plus a toleration put the pod on the one tainted,
 /// labelled node; without the toleration it waits, Unschedulable.
 pub async fn node_selector_and_toleration(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let node = "devcluster-node-2";
-    c.kubectl
-        .run(&["label", "node", node, "pool=special", "--overwrite"])?;
-    c.kubectl.run(&[
-        "taint",
-        "node",
+    let pool = Pool {
+        cluster: &c,
         node,
-        "dedicated=special:NoSchedule",
-        "--overwrite",
-    ])?;
+        label: "pool=special",
+        taint: "dedicated=special:NoSchedule",
+    };
+    pool.apply()?;
     let outcome = async {
         let placed = "  nodeSelector: {pool: special}\n";
         let tolerate = "    tolerations: [{key: dedicated, operator: Equal, value: special, effect: NoSchedule}]\n";
@@ -173,9 +197,7 @@ pub async fn node_selector_and_toleration(c: Arc<Cluster>, ns: TestNs) -> Result
         Ok(())
     }
     .await;
-    c.kubectl
-        .run(&["taint", "node", node, "dedicated=special:NoSchedule-"])?;
-    c.kubectl.run(&["label", "node", node, "pool-"])?;
+    pool.remove()?;
     outcome
 }
 
@@ -245,21 +267,16 @@ pub async fn cannot_start_is_named(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
 /// state, public images standing in for their local builds and one node
 /// labelled and tainted as the GPU pool the sample selects.
 pub async fn pod_samples(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    let node = "devcluster-node-1";
-    c.kubectl
-        .run(&["label", "node", node, "pool=gpu", "--overwrite"])?;
-    c.kubectl.run(&[
-        "taint",
-        "node",
-        node,
-        "nvidia.com/gpu=present:NoSchedule",
-        "--overwrite",
-    ])?;
+    let pool = Pool {
+        cluster: &c,
+        node: "devcluster-node-1",
+        label: "pool=gpu",
+        taint: "nvidia.com/gpu=present:NoSchedule",
+    };
+    pool.apply()?;
     let dir = longtask_e2e::root().join("manifests/samples/pods");
     let standins = [("python:3.12-slim", PYTHON_IMAGE)];
     let outcome = longtask_e2e::samples::reach_their_end_state(&ns, &dir, 4, &standins).await;
-    c.kubectl
-        .run(&["taint", "node", node, "nvidia.com/gpu=present:NoSchedule-"])?;
-    c.kubectl.run(&["label", "node", node, "pool-"])?;
+    pool.remove()?;
     outcome
 }

@@ -75,20 +75,21 @@ fn cluster_dir(dir: &str) -> PathBuf {
         .join(format!("{dir}-{}", std::process::id()))
 }
 
-/// `devcluster up --dir DIR ARGS...`; on failure, `down` and an error.
-fn devcluster_up(dir: &Path, args: &[&str]) -> Result<()> {
+/// `devcluster SUB --dir DIR ARGS...` (up, load); on failure, `down` and
+/// an error, so that a half-made cluster never stays behind.
+fn devcluster_or_down<A: AsRef<std::ffi::OsStr>>(sub: &str, dir: &Path, args: &[A]) -> Result<()> {
     let status = Command::new(devcluster())
-        .args(["up", "--dir"])
+        .args([sub, "--dir"])
         .arg(dir)
         .args(args)
         .status()
-        .context("run devcluster up")?;
+        .with_context(|| format!("run devcluster {sub}"))?;
     if !status.success() {
         let _ = Command::new(devcluster())
             .args(["down", "--dir"])
             .arg(dir)
             .status();
-        bail!("devcluster up failed: {status}");
+        bail!("devcluster {sub} failed: {status}");
     }
     Ok(())
 }
@@ -115,7 +116,8 @@ impl Cluster {
             }
         }
         let dir = cluster_dir(dir);
-        devcluster_up(
+        devcluster_or_down(
+            "up",
             &dir,
             &[
                 "--nodes",
@@ -150,23 +152,12 @@ impl Cluster {
             );
         }
         let dir = cluster_dir(dir);
-        devcluster_up(
+        devcluster_or_down(
+            "up",
             &dir,
             &["--runtime", "containerd", "--nodes", &nodes.to_string()],
         )?;
-        let status = Command::new(devcluster())
-            .args(["load", "--dir"])
-            .arg(&dir)
-            .args(&archives)
-            .status()
-            .context("run devcluster load")?;
-        if !status.success() {
-            let _ = Command::new(devcluster())
-                .args(["down", "--dir"])
-                .arg(&dir)
-                .status();
-            bail!("devcluster load failed: {status}");
-        }
+        devcluster_or_down("load", &dir, &archives)?;
         Cluster::connect(dir).await
     }
 

@@ -33,3 +33,17 @@ pub async fn pods(client: &kube::Client) -> anyhow::Result<Vec<Pod>> {
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .collect())
 }
+
+/// Deletes every operator pod without waiting (the Deployment makes new ones).
+pub fn delete_pods(kubectl: &crate::Kubectl) -> anyhow::Result<()> {
+    kubectl.run(&[
+        "-n",
+        SYSTEM_NS,
+        "delete",
+        "pod",
+        "-l",
+        SELECTOR,
+        "--wait=false",
+    ])?;
+    Ok(())
+}

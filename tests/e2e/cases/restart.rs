@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Result, ensure};
 use longtask_e2e::jobs::JobLog;
-use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, sh_task, tasks, wait};
+use longtask_e2e::{Cluster, TestNs, operator, sh_task, tasks, wait};
 
 pub async fn restart_safe(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     const N: usize = 6;
@@ -26,15 +26,7 @@ pub async fn restart_safe(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     // Kill the operator twice while the Tasks run: once right after the
     // apply, once when some are Running.
     for round in 0..2 {
-        c.kubectl.run(&[
-            "-n",
-            SYSTEM_NS,
-            "delete",
-            "pod",
-            "-l",
-            "app.kubernetes.io/name=longtask-operator",
-            "--wait=false",
-        ])?;
+        operator::delete_pods(&c.kubectl)?;
         if round == 0 {
             wait::until(
                 Duration::from_secs(60),
