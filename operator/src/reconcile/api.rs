@@ -3,7 +3,7 @@
 
 use std::future::Future;
 
-use crds::names::{API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
+use crds::names::{self, API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, ServiceAccount};
@@ -425,21 +425,26 @@ pub async fn ensure_worker_rbac(
     if ctx.rbac.fresh(&key, ns_uid.as_deref()) {
         return Ok(());
     }
-    let sa = build::worker_service_account(namespace);
-    let sa_name = sa.name_any();
-    let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
-    call(
-        ctx,
-        "apply",
-        api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
-    )
-    .await
-    .map_err(|source| ApiError::ApplyServiceAccount {
-        namespace: namespace.to_owned(),
-        name: sa_name,
-        source,
-    })?;
+    // The namespace's own account: once per namespace, not once per account.
+    let default_key = WorkerRbac::key(namespace, names::WORKER_SERVICE_ACCOUNT);
+    if !ctx.rbac.fresh(&default_key, ns_uid.as_deref()) {
+        let sa = build::worker_service_account(namespace);
+        let sa_name = sa.name_any();
+        let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
+        call(
+            ctx,
+            "apply",
+            api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
+        )
+        .await
+        .map_err(|source| ApiError::ApplyServiceAccount {
+            namespace: namespace.to_owned(),
+            name: sa_name,
+            source,
+        })?;
+    }
     let mut accounts = ctx.rbac.bound(namespace);
+    accounts.insert(names::WORKER_SERVICE_ACCOUNT.to_owned());
     accounts.insert(account.to_owned());
     if let Some(store) = ctx.queue.tasks() {
         for t in store.state() {
