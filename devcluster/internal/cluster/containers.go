@@ -34,12 +34,22 @@ var hostNeeds = [][2]string{
 	{cnode.CNIBin + "/loopback", "containernetworking-plugins"},
 }
 
-// runtimeBin checks that container nodes can run here and returns the
-// directory of the runtime programs.
-func runtimeBin() (string, error) {
+// runtimeDir is the directory of the runtime programs, which the wrapper
+// script names.
+func runtimeDir() (string, error) {
 	rt := os.Getenv(runtimeBinEnv)
 	if rt == "" {
 		return "", fmt.Errorf("%s is not set: run devcluster through devcluster/devcluster, which builds devcluster/runtime", runtimeBinEnv)
+	}
+	return rt, nil
+}
+
+// runtimeBin checks that container nodes can run here and returns the
+// directory of the runtime programs.
+func runtimeBin() (string, error) {
+	rt, err := runtimeDir()
+	if err != nil {
+		return "", err
 	}
 	for _, p := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "pause"} {
 		if _, err := os.Stat(filepath.Join(rt, p)); err != nil {
@@ -193,9 +203,9 @@ func Load(dir string, archives []string) ([]string, error) {
 	if st.Runtime != RuntimeContainerd || st.Net == nil {
 		return nil, fmt.Errorf("the devcluster in %s runs pods as processes (--image REF=PATH maps images there); load needs `up --runtime containerd`", dir)
 	}
-	rt := os.Getenv(runtimeBinEnv)
-	if rt == "" {
-		return nil, fmt.Errorf("%s is not set: run devcluster through devcluster/devcluster", runtimeBinEnv)
+	rt, err := runtimeDir()
+	if err != nil {
+		return nil, err
 	}
 	return cnode.Load(dir, st.Net.Nodes, rt, archives)
 }

@@ -188,9 +188,11 @@ func writeConfigs(l Layout, n Net, runc string) error {
 }
 
 type supervisor struct {
-	layout  Layout
-	net     Net
-	procs   []*exec.Cmd
+	layout Layout
+	net    Net
+	// agents are stopped with SIGTERM first (the kubelet, kube-proxy);
+	// the rest of the node is killed with its cgroup.
+	agents  []*exec.Cmd
 	exited  chan string
 	managed map[int]bool
 }
@@ -208,7 +210,6 @@ func (s *supervisor) run(what, path string, env []string, args ...string) (*exec
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", what, err)
 	}
-	s.procs = append(s.procs, cmd)
 	s.managed[cmd.Process.Pid] = true
 	go func() {
 		_ = cmd.Wait()
@@ -236,15 +237,19 @@ func (s *supervisor) start(ctx context.Context, rt string) error {
 		return fmt.Errorf("import the pause image: %v: %s", err, out)
 	}
 	name := NodeName(l.Index)
-	if _, err := s.run("kubelet", self, []string{path}, "kubelet",
+	kubelet, err := s.run("kubelet", self, []string{path}, "kubelet",
 		"--config="+l.KubeletConfig(), "--kubeconfig="+l.KubeletKubeconfig(),
 		"--hostname-override="+name, "--node-ip="+s.net.NodeIP(l.Index).String(),
-		"--node-labels=devcluster.longtask.dev/runtime=containerd", "--v=1"); err != nil {
+		"--node-labels=devcluster.longtask.dev/runtime=containerd", "--v=1")
+	if err != nil {
 		return err
 	}
-	if _, err := s.run("kube-proxy", self, []string{path}, "kube-proxy", "--config="+l.ProxyConfig(), "--v=1"); err != nil {
+	s.agents = append(s.agents, kubelet)
+	proxy, err := s.run("kube-proxy", self, []string{path}, "kube-proxy", "--config="+l.ProxyConfig(), "--v=1")
+	if err != nil {
 		return err
 	}
+	s.agents = append(s.agents, proxy)
 	return nil
 }
 
@@ -267,11 +272,11 @@ func waitSocket(ctx context.Context, path string, exited <-chan string) error {
 // shutdown stops the kubelet and kube-proxy, then kills every other process
 // in the node's cgroup (containerd, its shims, the pods' processes).
 func (s *supervisor) shutdown() {
-	for _, c := range s.procs[min(1, len(s.procs)):] {
+	for _, c := range s.agents {
 		_ = c.Process.Signal(syscall.SIGTERM)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for _, c := range s.procs[min(1, len(s.procs)):] {
+	for _, c := range s.agents {
 		for time.Now().Before(deadline) && syscall.Kill(c.Process.Pid, 0) == nil && !zombie(c.Process.Pid) {
 			time.Sleep(50 * time.Millisecond)
 		}
