@@ -114,6 +114,13 @@ pub struct RunArgs {
     /// At most P shards at once.
     #[arg(long)]
     pub parallelism: Option<i32>,
+    /// Run the program in this image (the worker is injected); default: the
+    /// worker image, which has sh and coreutils.
+    #[arg(long)]
+    pub image: Option<String>,
+    /// Run the pod as this ServiceAccount of the namespace (it must exist).
+    #[arg(long, value_name = "NAME")]
+    pub service_account: Option<String>,
     /// Wait until the Task finishes; exit code follows the outcome.
     #[arg(long, conflicts_with = "follow")]
     pub wait: bool,

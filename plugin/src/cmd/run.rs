@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crds::bounds::{MAX_RETRIES, MAX_SHARDS};
-use crds::{Task, TaskSpec};
+use crds::{PodTemplate, Task, TaskSpec};
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::PostParams;
@@ -136,8 +136,27 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
         requests: Some(requests),
         ..ResourceRequirements::default()
     });
+    if a.image.as_deref() == Some("") {
+        return Err(usage(
+            "--image: name an image, e.g. python:3.12-slim".to_owned(),
+        ));
+    }
+    let pod_template = match a.service_account.as_deref() {
+        None => None,
+        Some(name) if is_dns_subdomain(name) => Some(PodTemplate {
+            service_account_name: Some(name.to_owned()),
+            ..PodTemplate::default()
+        }),
+        Some(name) => {
+            return Err(usage(format!(
+                "--service-account {name:?}: must be a ServiceAccount name (lowercase letters, digits, '-' and '.')"
+            )));
+        }
+    };
     let spec = TaskSpec {
         command: a.command.clone(),
+        image: a.image.clone(),
+        pod_template,
         args: Vec::new(),
         env: parse_env(&a.env)?,
         resources,
@@ -152,6 +171,18 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
         ..TaskSpec::default()
     };
     Ok(Task::new(&a.name, spec))
+}
+
+/// A DNS subdomain (RFC 1123), as object names such as a ServiceAccount's are.
+fn is_dns_subdomain(name: &str) -> bool {
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    name.len() <= 253 && name.split('.').all(label)
 }
 
 /// `--env K=V` entries as EnvVars, in order. The value may be empty or hold
@@ -265,6 +296,37 @@ mod tests {
             .collect();
         assert_eq!(env, [("A", Some("1")), ("B", Some("x=y"))]);
         assert!(!s.cancel);
+    }
+
+    #[test]
+    fn image_and_account_shape_the_pod() {
+        let t = build(&args(&[
+            "py",
+            "--image",
+            "python:3.12-slim",
+            "--service-account",
+            "analytics",
+            "--",
+            "python3",
+            "-c",
+            "print(1)",
+        ]))
+        .expect("builds");
+        assert_eq!(t.spec.image.as_deref(), Some("python:3.12-slim"));
+        let account = t
+            .spec
+            .pod_template
+            .as_ref()
+            .and_then(|p| p.service_account_name.as_deref());
+        assert_eq!(account, Some("analytics"));
+        for flags in [
+            &["t", "--image", "", "--", "true"][..],
+            &["t", "--service-account", "Bad_Name", "--", "true"],
+            &["t", "--service-account", "a..b", "--", "true"],
+            &["t", "--service-account=-a", "--", "true"],
+        ] {
+            assert!(build(&args(flags)).is_err(), "{flags:?}");
+        }
     }
 
     #[test]
