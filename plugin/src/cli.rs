@@ -38,7 +38,7 @@ pub enum Command {
         kubectl longtask run train --cpu 2 --memory 4Gi --follow -- python train.py --epochs 3\n  \
         kubectl longtask run nightly --retries 2 --timeout 1h --wait -- sh -c 'make report'\n  \
         kubectl longtask run hello --dry-run=client -o yaml -- echo hi > hello.yaml")]
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print a Task's logs: waits for its pod, follows retries and shards.
     #[command(after_help = "Examples:\n  \
         kubectl longtask logs train -f\n  \

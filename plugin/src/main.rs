@@ -43,7 +43,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
     }
     let k = Kube::connect(&cli.global).await?;
     match cli.command {
-        Command::Run(a) => cmd::run::run(&k, a).await,
+        Command::Run(a) => cmd::run::run(&k, *a).await,
         Command::Logs(a) => cmd::logs::run(&k, a).await,
         Command::Wait(a) => cmd::wait::run(&k, a).await,
         Command::Result(a) => cmd::result::run(&k, a).await,

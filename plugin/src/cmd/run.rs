@@ -244,7 +244,7 @@ mod tests {
     fn args(flags: &[&str]) -> RunArgs {
         let argv = ["kubectl-longtask", "run"].iter().chain(flags);
         match Cli::try_parse_from(argv).expect("parses").command {
-            Command::Run(r) => r,
+            Command::Run(r) => *r,
             c => panic!("not run: {c:?}"),
         }
     }
