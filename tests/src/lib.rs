@@ -25,6 +25,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, Config, config::KubeConfigOptions, config::Kubeconfig};
 
 pub use kubectl::Kubectl;
+pub use runner::Runtime;
 
 /// Images the manifests name, mapped by the devcluster to `target/` binaries.
 pub const OPERATOR_IMAGE: &str = "longtask-operator:0.1.0";
@@ -45,6 +46,8 @@ pub struct Cluster {
     pub kubeconfig: PathBuf,
     pub client: Client,
     pub kubectl: Kubectl,
+    /// How the nodes run pods.
+    pub runtime: Runtime,
     stopped: bool,
 }
 
@@ -60,6 +63,7 @@ pub const IMAGE_ARCHIVES: &[&str] = &[
     "longtask-base-slim.tar",
     "longtask-test-python.tar",
     "longtask-test-scratch.tar",
+    "longtask-test-kubectl.tar",
 ];
 
 /// Debian slim with a shell, user root.
@@ -68,6 +72,8 @@ pub const ROOT_IMAGE: &str = "longtask-base-slim:bookworm";
 pub const PYTHON_IMAGE: &str = "longtask-test-python:bookworm";
 /// FROM scratch: only `/report N` (tests/programs/report), no shell, no libc.
 pub const SCRATCH_IMAGE: &str = "longtask-test-scratch:1";
+/// The slim base plus this machine's kubectl: programs that call the API.
+pub const KUBECTL_IMAGE: &str = "longtask-test-kubectl:1";
 
 fn cluster_dir(dir: &str) -> PathBuf {
     root()
@@ -136,7 +142,7 @@ impl Cluster {
                 ),
             ],
         )?;
-        Cluster::connect(dir).await
+        Cluster::connect(dir, Runtime::Process).await
     }
 
     /// Starts a fresh cluster of `nodes` container nodes in
@@ -158,10 +164,10 @@ impl Cluster {
             &["--runtime", "containerd", "--nodes", &nodes.to_string()],
         )?;
         devcluster_or_down("load", &dir, &archives)?;
-        Cluster::connect(dir).await
+        Cluster::connect(dir, Runtime::Containerd).await
     }
 
-    async fn connect(dir: PathBuf) -> Result<Cluster> {
+    async fn connect(dir: PathBuf, runtime: Runtime) -> Result<Cluster> {
         let kubeconfig = dir.join("kubeconfig");
         let kc = Kubeconfig::read_from(&kubeconfig)?;
         let config = Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await?;
@@ -172,8 +178,29 @@ impl Cluster {
             kubeconfig,
             client,
             kubectl,
+            runtime,
             stopped: false,
         })
+    }
+
+    /// An image with a shell and kubectl, for pods the cases make
+    /// themselves: on process nodes the image is not read (the command
+    /// runs on this machine, with its kubectl).
+    pub fn kubectl_image(&self) -> &'static str {
+        match self.runtime {
+            Runtime::Process => "busybox:1.36",
+            Runtime::Containerd => KUBECTL_IMAGE,
+        }
+    }
+
+    /// Spec lines (for [`sh_task`]) that give a Task's program kubectl: none
+    /// on process nodes (the program runs on this machine); the kubectl
+    /// test image on container nodes, where the worker image has none.
+    pub fn kubectl_spec(&self) -> &'static str {
+        match self.runtime {
+            Runtime::Process => "",
+            Runtime::Containerd => "  image: longtask-test-kubectl:1\n",
+        }
     }
 
     /// Installs longtask the way a user does and waits for the operator.

@@ -1,5 +1,7 @@
-//! Processes of this machine: the devcluster runs pods as host processes,
-//! so a test finds a pod's program through /proc and signals it directly.
+//! Processes of this machine: a devcluster's pods run on it (process nodes
+//! run them as host processes, container nodes in namespaces whose
+//! processes this machine's /proc shows too), so a test finds a pod's
+//! program through /proc and signals it directly.
 
 use std::path::PathBuf;
 
@@ -26,6 +28,19 @@ pub fn with_cmdline(needle: &str) -> Vec<i32> {
                 .unwrap_or(false)
         })
         .map(|(pid, _)| pid)
+        .collect()
+}
+
+/// Pids of workers (`longtask-worker run -- ...`) whose program's command
+/// line contains `marker`, minus those in `except`.
+pub fn workers_with(marker: &str, except: &[i32]) -> Vec<i32> {
+    with_cmdline(marker)
+        .into_iter()
+        .filter(|p| !except.contains(p))
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains("longtask-worker"))
+        })
         .collect()
 }
 

@@ -411,7 +411,12 @@ pub fn describe_exit(code: Option<i32>) -> String {
 
 /// What the container runtime said of the newest terminated pod's worker
 /// container when that is more than an exit code: "StartError: <message>"
-/// for a program that could not start, "OOMKilled", and the like.
+/// for a program that could not start, "OOMKilled", and the like; for a
+/// plain "Error" the last line the container printed (the kubelet's
+/// FallbackToLogsOnError message), which is where runc says why the
+/// process could not be executed ("exec user process caused: argument
+/// list too long", exit code 1). Read only when the worker wrote no
+/// result, so it never stands in for the program's own report.
 pub fn termination_note(pods: &[Pod]) -> Option<String> {
     let newest = pods
         .iter()
@@ -443,7 +448,11 @@ pub fn termination_note(pods: &[Pod]) -> Option<String> {
         .map(str::trim)
         .filter(|m| !m.is_empty());
     let note = match (reason, message) {
-        (None, _) => return None,
+        (None, None) => return None,
+        (None, Some(m)) => {
+            let last = m.lines().map(str::trim).rfind(|l| !l.is_empty())?;
+            format!("log: {}", crds::result::truncate_utf8(last, 512))
+        }
         (Some(r), None) => r.to_owned(),
         (Some(r), Some(m)) => format!("{r}: {}", crds::result::truncate_utf8(m, 512)),
     };
@@ -514,6 +523,57 @@ mod tests {
         let forged = ResultFixture::new("x").of_task("other").build();
         let forged = foreign(&forged, "tu", "j1").unwrap_or_default();
         assert!(forged.contains("UID"), "{forged}");
+    }
+
+    #[test]
+    fn termination_notes_say_what_the_runtime_said() {
+        use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated};
+        let ended = |reason: &str, message: Option<&str>| {
+            let mut pod = crate::fixtures::PodFixture::new("p").exited(1).build();
+            let c = &mut pod
+                .status
+                .as_mut()
+                .expect("status")
+                .container_statuses
+                .as_mut()
+                .expect("statuses")[0];
+            c.state = Some(ContainerState {
+                terminated: Some(ContainerStateTerminated {
+                    exit_code: 1,
+                    reason: Some(reason.to_owned()),
+                    message: message.map(str::to_owned),
+                    ..ContainerStateTerminated::default()
+                }),
+                ..ContainerState::default()
+            });
+            termination_note(&[pod])
+        };
+        let runc = "standard_init_linux.go:228: exec user process caused: argument list too long\n";
+        for (reason, message, want) in [
+            ("Error", None, None),
+            ("Error", Some(" \n"), None),
+            ("Completed", None, None),
+            (
+                "Error",
+                Some(runc),
+                Some(
+                    "log: standard_init_linux.go:228: exec user process caused: argument list too long",
+                ),
+            ),
+            ("Error", Some("a\nlast line\n\n"), Some("log: last line")),
+            ("OOMKilled", None, Some("OOMKilled")),
+            (
+                "StartError",
+                Some("exec: argument list too long"),
+                Some("StartError: exec: argument list too long"),
+            ),
+        ] {
+            assert_eq!(
+                ended(reason, message).as_deref(),
+                want,
+                "{reason} {message:?}"
+            );
+        }
     }
 
     #[test]

@@ -24,13 +24,7 @@ pub async fn worker_sigkill(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     for attempt in 1..=2 {
         let mut pid = None;
         wait::until(MINUTE, &format!("worker of attempt {attempt}"), || {
-            let found = procs::with_cmdline(&marker)
-                .into_iter()
-                .filter(|p| !killed.contains(p))
-                .find(|p| {
-                    std::fs::read(format!("/proc/{p}/cmdline"))
-                        .is_ok_and(|b| String::from_utf8_lossy(&b).contains("longtask-worker"))
-                });
+            let found = procs::workers_with(&marker, &killed).first().copied();
             pid = found;
             async move { Ok(found.is_some()) }
         })

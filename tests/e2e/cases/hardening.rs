@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result, bail, ensure};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use longtask_e2e::{Cluster, TestNs, operator, sh_task, tasks, wait};
+use longtask_e2e::{Cluster, Runtime, TestNs, operator, procs, sh_task, tasks, wait};
 
 use super::faults::scale;
 use serde_json::{Value, json};
@@ -35,7 +35,11 @@ try() {
 k() { kubectl -n "$LONGTASK_NAMESPACE" "$@"; }
 own() { forged "$LONGTASK_POD_NAME" "$LONGTASK_POD_UID"; }
 theirs() { forged "$VICTIM_POD" "$VICTIM_POD_UID"; }
-replace_own() { own | k replace -f - || own | k create -f -; }
+# Replace, else create; again if the victim's worker created it between the two.
+replace_own() {
+  for _ in 1 2 3; do own | k replace -f - && return 0; own | k create -f - && return 0; done
+  return 1
+}
 replace_theirs() { theirs | k replace -f -; }
 apply_own() { own | k apply --server-side --force-conflicts --field-manager=longtask.dev/worker -f -; }
 "#;
@@ -46,7 +50,7 @@ apply_own() { own | k apply --server-side --force-conflicts --field-manager=long
 /// every verb its account has, while `coll-3` finishes: the victim never
 /// reports the forged result, and forgeries that keep the victim's stamp
 /// are refused at admission.
-pub async fn collision_forgery_refused(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+pub async fn collision_forgery_refused(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let api = tasks(&ns.client, &ns.name);
     ns.apply(&sh_task(
         "coll-3",
@@ -71,8 +75,10 @@ done
 "#
     );
     let env = format!(
-        "  shards: 4\n  parallelism: 4\n  env:\n  - {{name: VICTIM_TASK_UID, value: {task_uid}}}\n  - {{name: VICTIM_JOB_UID, value: {job_uid}}}\n  - {{name: VICTIM_POD, value: {}}}\n  - {{name: VICTIM_POD_UID, value: {}}}\n",
-        victim_pod.0, victim_pod.1
+        "{}  shards: 4\n  parallelism: 4\n  env:\n  - {{name: VICTIM_TASK_UID, value: {task_uid}}}\n  - {{name: VICTIM_JOB_UID, value: {job_uid}}}\n  - {{name: VICTIM_POD, value: {}}}\n  - {{name: VICTIM_POD_UID, value: {}}}\n",
+        c.kubectl_spec(),
+        victim_pod.0,
+        victim_pod.1
     );
     ns.apply(&sh_task("coll", &script, &env))?;
     let victim = wait::condition(&api, "coll-3", "Finished", Duration::from_secs(90)).await?;
@@ -229,14 +235,26 @@ pub async fn precreated_result_not_taken_over(_c: Arc<Cluster>, ns: TestNs) -> R
         "--from-literal=result=PRE-CREATED",
         "--from-literal=exitCode=0",
     ])?;
-    // Progress first (the worker writes it within a second), then the
-    // worker is killed by its own program: no final write.
+    // Progress first (the worker writes it within a second, and the Task
+    // shows it), then the worker is SIGKILLed from outside: no final write.
+    // (Not by its own program: in a container the worker is PID 1, which
+    // ignores a SIGKILL sent from inside.)
+    let marker = format!("longtask-e2e-pre-{}", ns.name);
     ns.apply(&sh_task(
         "pre",
-        r#"echo "50 half" >> "$LONGTASK_PROGRESS"; sleep 4; kill -9 $PPID; sleep 30"#,
+        &format!(r#"echo "50 half" >> "$LONGTASK_PROGRESS"; sleep 300; echo {marker}"#),
         "",
     ))?;
-    let t = wait::condition(&tasks(&ns.client, &ns.name), "pre", "Finished", MINUTE).await?;
+    let api = tasks(&ns.client, &ns.name);
+    wait::until(MINUTE, "progress 50 shown", || async {
+        let t = serde_json::to_value(api.get("pre").await?)?;
+        Ok(t["status"]["progress"]["percent"] == 50)
+    })
+    .await?;
+    let worker = procs::workers_with(&marker, &[]);
+    ensure!(worker.len() == 1, "workers of pre: {worker:?}");
+    procs::signal(worker[0], "KILL")?;
+    let t = wait::condition(&api, "pre", "Finished", MINUTE).await?;
     let st = &t["status"];
     ensure!(
         st["phase"] == "Failed" && st["exitCode"] == 137 && st.get("result").is_none(),
@@ -252,14 +270,14 @@ pub async fn precreated_result_not_taken_over(_c: Arc<Cluster>, ns: TestNs) -> R
 }
 
 /// A Task whose name another Job held starts once that Job is deleted.
-pub async fn blocked_task_starts_when_job_goes(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+pub async fn blocked_task_starts_when_job_goes(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let job = json!({
         "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "taken"},
         "spec": {"backoffLimit": 0, "template": {"spec": {
             "restartPolicy": "Never",
             "securityContext": {"runAsNonRoot": true, "runAsUser": 65532,
                 "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{"name": "c", "image": "busybox:1.36", "command": ["sleep", "300"],
+            "containers": [{"name": "c", "image": c.kubectl_image(), "command": ["sleep", "300"],
                 "securityContext": {"allowPrivilegeEscalation": false,
                     "capabilities": {"drop": ["ALL"]}}}],
         }}},
@@ -388,8 +406,11 @@ pub async fn cancel_before_start_says_so(_c: Arc<Cluster>, ns: TestNs) -> Result
 }
 
 /// A program the runtime cannot start (an argument over the kernel's
-/// 128 KiB limit): the Task says what the runtime said, not only "128".
-pub async fn start_error_is_named(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+/// 128 KiB limit): the Task says what the runtime said, not only an exit
+/// code. A process node reports StartError (exit code 128); runc starts
+/// the container and then fails its exec, exit code 1, saying why in the
+/// container's log, which the kubelet makes the termination message.
+pub async fn start_error_is_named(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let api = tasks(&ns.client, &ns.name);
     let big = "x".repeat(140 * 1024);
     ns.apply(&format!(
@@ -397,8 +418,12 @@ pub async fn start_error_is_named(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     ))?;
     let t = wait::condition(&api, "unstartable", "Failed", MINUTE).await?;
     let msg = t["status"]["message"].as_str().unwrap_or_default();
+    let said = match c.runtime {
+        Runtime::Process => "StartError",
+        Runtime::Containerd => "log: ",
+    };
     ensure!(
-        msg.contains("StartError") && msg.contains("argument list too long"),
+        msg.contains(said) && msg.contains("argument list too long"),
         "status: {}",
         t["status"]
     );

@@ -76,9 +76,9 @@ try own-job-result create "$OWN"
 echo ATTEMPTS-DONE
 "#;
 
-pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+pub async fn worker_credentials_confined(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     secrets_and_settings(&ns)?;
-    confined(&ns, "longtask-worker", ATTEMPTS).await
+    confined(&c, &ns, "longtask-worker", ATTEMPTS).await
 }
 
 /// A Task may run as an account of its own (spec.podTemplate
@@ -87,7 +87,7 @@ pub async fn worker_credentials_confined(_c: Arc<Cluster>, ns: TestNs) -> Result
 /// while the same intruder, now with that account's credentials, is
 /// refused everything else, as for longtask-worker.
 pub async fn own_account_reads_its_secret_and_stays_confined(
-    _c: Arc<Cluster>,
+    c: Arc<Cluster>,
     ns: TestNs,
 ) -> Result<()> {
     secrets_and_settings(&ns)?;
@@ -110,7 +110,10 @@ pub async fn own_account_reads_its_secret_and_stays_confined(
     ns.apply(&sh_task(
         "reader",
         r#"kubectl get secret precious -o jsonpath='{.data.k}' | base64 -d > "$LONGTASK_RESULT""#,
-        "  podTemplate:\n    serviceAccountName: analytics\n",
+        &format!(
+            "{}  podTemplate:\n    serviceAccountName: analytics\n",
+            c.kubectl_spec()
+        ),
     ))?;
     let t = wait::condition(&tasks(&ns.client, &ns.name), "reader", "Complete", MINUTE).await?;
     ensure!(
@@ -140,7 +143,7 @@ pub async fn own_account_reads_its_secret_and_stays_confined(
             }
         })
         .collect();
-    confined(&ns, "analytics", &attempts).await
+    confined(&c, &ns, "analytics", &attempts).await
 }
 
 /// The Secret `precious` and the ConfigMap `settings` the intruder aims at.
@@ -164,7 +167,12 @@ fn secrets_and_settings(ns: &TestNs) -> Result<()> {
 /// A victim Task completes; then the intruder Job, running as `account`,
 /// makes every attempt, each with the outcome `attempts` says, and nothing
 /// of the victim's, nor `settings`, changes.
-async fn confined(ns: &TestNs, account: &str, attempts: &[(&str, Outcome)]) -> Result<()> {
+async fn confined(
+    c: &Cluster,
+    ns: &TestNs,
+    account: &str,
+    attempts: &[(&str, Outcome)],
+) -> Result<()> {
     let api = tasks(&ns.client, &ns.name);
     ns.apply(&sh_task(
         "victim",
@@ -207,7 +215,13 @@ async fn confined(ns: &TestNs, account: &str, attempts: &[(&str, Outcome)]) -> R
         "metadata": {"name": "spawned"}, "spec": {"command": ["true"]},
     })
     .to_string();
-    ns.apply(&intruder_job(&forged, &own, &task, account))?;
+    ns.apply(&intruder_job(
+        c.kubectl_image(),
+        &forged,
+        &own,
+        &task,
+        account,
+    ))?;
     ns.k(&[
         "wait",
         "--for=condition=Complete",
@@ -267,9 +281,10 @@ async fn confined(ns: &TestNs, account: &str, attempts: &[(&str, Outcome)]) -> R
 }
 
 /// A Job of this namespace, not a Task's, running as the worker account,
-/// restricted-PSS compliant; the devcluster runs `command` on the host,
-/// where kubectl uses the pod's KUBECONFIG (its bound token).
-fn intruder_job(forged: &str, own: &str, task: &str, account: &str) -> String {
+/// restricted-PSS compliant. On process nodes the devcluster runs
+/// `command` on the host, where kubectl uses the pod's KUBECONFIG (its bound
+/// token); in a container kubectl uses the mounted token (in-cluster).
+fn intruder_job(image: &str, forged: &str, own: &str, task: &str, account: &str) -> String {
     let env = |n: &str, v: &str| json!({"name": n, "value": v});
     json!({
         "apiVersion": "batch/v1", "kind": "Job",
@@ -285,7 +300,7 @@ fn intruder_job(forged: &str, own: &str, task: &str, account: &str) -> String {
                 },
                 "containers": [{
                     "name": "intruder",
-                    "image": "busybox:1.36",
+                    "image": image,
                     "command": ["sh", "-c", SCRIPT],
                     "env": [
                         {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
@@ -294,6 +309,8 @@ fn intruder_job(forged: &str, own: &str, task: &str, account: &str) -> String {
                         env("FORGED", forged),
                         env("OWN", own),
                         env("TASK", task),
+                        // kubectl's cache; the image's / is not the uid's.
+                        env("HOME", "/tmp"),
                     ],
                     "securityContext": {
                         "allowPrivilegeEscalation": false,
