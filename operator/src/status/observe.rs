@@ -527,25 +527,11 @@ mod tests {
 
     #[test]
     fn termination_notes_say_what_the_runtime_said() {
-        use k8s_openapi::api::core::v1::{ContainerState, ContainerStateTerminated};
         let ended = |reason: &str, message: Option<&str>| {
-            let mut pod = crate::fixtures::PodFixture::new("p").exited(1).build();
-            let c = &mut pod
-                .status
-                .as_mut()
-                .expect("status")
-                .container_statuses
-                .as_mut()
-                .expect("statuses")[0];
-            c.state = Some(ContainerState {
-                terminated: Some(ContainerStateTerminated {
-                    exit_code: 1,
-                    reason: Some(reason.to_owned()),
-                    message: message.map(str::to_owned),
-                    ..ContainerStateTerminated::default()
-                }),
-                ..ContainerState::default()
-            });
+            let pod = crate::fixtures::PodFixture::new("p")
+                .exited(1)
+                .said(reason, message)
+                .build();
             termination_note(&[pod])
         };
         let runc = "standard_init_linux.go:228: exec user process caused: argument list too long\n";
