@@ -30,7 +30,7 @@ const usage = `usage:
   devcluster load --dir DIR ARCHIVE...    (container nodes: import docker-archive or OCI image tars)
   devcluster kueue --dir DIR [--timeout D]   (install and start Kueue on a running devcluster)
   devcluster down --dir DIR
-  devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node)
+  devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node, kueue-manager)
   devcluster version
 (internal, started by up: etcd, apiserver, controller-manager, scheduler, node, cnode, kubelet, kube-proxy;
  by kueue: kueue-manager)`
