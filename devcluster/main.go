@@ -28,10 +28,12 @@ const usage = `usage:
   devcluster up --dir DIR [--nodes N] [--node-cpu CPU] [--node-memory MEM] [--image REF=PATH]... [--audit]
   devcluster up --dir DIR --runtime containerd [--nodes N] [--audit]
   devcluster load --dir DIR ARCHIVE...    (container nodes: import docker-archive or OCI image tars)
+  devcluster kueue --dir DIR [--timeout D]   (install and start Kueue on a running devcluster)
   devcluster down --dir DIR
-  devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node)
+  devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node, kueue-manager)
   devcluster version
-(internal, started by up: etcd, apiserver, controller-manager, scheduler, node, cnode, kubelet, kube-proxy)`
+(internal, started by up: etcd, apiserver, controller-manager, scheduler, node, cnode, kubelet, kube-proxy;
+ by kueue: kueue-manager)`
 
 type multi []string
 
@@ -52,6 +54,10 @@ func main() {
 		err = down(args)
 	case "load":
 		err = load(args)
+	case "kueue":
+		err = kueue(args)
+	case cluster.KueueProc:
+		err = cluster.KueueManagerMain(args)
 	case "cnode":
 		err = cnode.Main(args)
 	case "restart":
@@ -190,5 +196,30 @@ func restart(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "devcluster: %s restarted in %.1fs\n", fs.Arg(0), time.Since(start).Seconds())
+	return nil
+}
+
+func kueue(args []string) error {
+	fs := flag.NewFlagSet("kueue", flag.ContinueOnError)
+	var o cluster.KueueOptions
+	fs.StringVar(&o.Dir, "dir", "", "state directory of a running devcluster (required)")
+	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for Kueue to be ready")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if o.Dir == "" {
+		return fmt.Errorf("--dir is required\n%s", usage)
+	}
+	// The wrapper script has built Kueue there (devcluster/kueue/build).
+	o.BinDir = os.Getenv("DEVCLUSTER_KUEUE_BIN")
+	if o.BinDir == "" {
+		return fmt.Errorf("DEVCLUSTER_KUEUE_BIN is not set: run devcluster through its wrapper script devcluster/devcluster")
+	}
+	start := time.Now()
+	version, err := cluster.Kueue(o)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "devcluster: Kueue %s ready in %.1fs (logs: %s/logs/%s.log)\n", version, time.Since(start).Seconds(), strings.TrimRight(o.Dir, "/"), cluster.KueueProc)
 	return nil
 }

@@ -35,25 +35,6 @@ func shJob(name, script string) *batchv1.Job {
 	}
 }
 
-func jobCondition(t *testing.T, ns, name string, want batchv1.JobConditionType) *batchv1.Job {
-	t.Helper()
-	var job *batchv1.Job
-	waitUntil(t, 60*time.Second, "job "+name+" "+string(want), func() (bool, error) {
-		j, err := client.BatchV1().Jobs(ns).Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		for _, c := range j.Status.Conditions {
-			if c.Type == want && c.Status == corev1.ConditionTrue {
-				job = j
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	return job
-}
-
 func TestJobCompletesAndLogs(t *testing.T) {
 	ns := namespace(t)
 	ctx := context.Background()

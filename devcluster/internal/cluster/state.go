@@ -30,6 +30,8 @@ type State struct {
 	// Net is then their addressing, which `down` tears down.
 	Runtime string     `json:"runtime,omitempty"`
 	Net     *cnode.Net `json:"net,omitempty"`
+	// Kueue is set once `kueue` has started Kueue's manager.
+	Kueue *KueueState `json:"kueue,omitempty"`
 }
 
 func statePath(dir string) string { return filepath.Join(dir, "state.json") }

@@ -58,7 +58,7 @@ func Up(o Options) error {
 		}
 	}
 	// Every up is a fresh cluster: old data would hold old certificates.
-	for _, sub := range []string{"etcd", "pki", "logs", "node", "nodes", "kubeconfig", "state.json", "audit-policy.yaml"} {
+	for _, sub := range []string{"etcd", "pki", "logs", "node", "nodes", "kubeconfig", "kueue", "state.json", "audit-policy.yaml"} {
 		if err := os.RemoveAll(filepath.Join(dir, sub)); err != nil {
 			return err
 		}
