@@ -327,3 +327,33 @@ fn signed_ms(from: Instant, to: Instant) -> f64 {
         -ms(from - to)
     }
 }
+
+/// Creates the Tasks `name(i)` for `i` in `range`, `inflight` at a time;
+/// each then gets `status` (a merge patch of its status), when given.
+pub async fn create_tasks(
+    api: &Api<DynamicObject>,
+    range: std::ops::Range<usize>,
+    inflight: usize,
+    status: Option<fn(&str) -> serde_json::Value>,
+) -> Result<()> {
+    use kube::api::{Patch, PatchParams};
+    stream::iter(range)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let nm = name(i);
+                api.create(&PostParams::default(), &task(&nm)?)
+                    .await
+                    .with_context(|| format!("create Task {nm}"))?;
+                if let Some(status) = status {
+                    api.patch_status(&nm, &PatchParams::default(), &Patch::Merge(status(&nm)))
+                        .await
+                        .with_context(|| format!("patch status of Task {nm}"))?;
+                }
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(inflight)
+        .try_collect::<()>()
+        .await
+}

@@ -7,6 +7,7 @@ mod batch;
 mod cluster;
 mod presence;
 mod procfs;
+mod queue;
 mod report;
 
 use std::collections::BTreeMap;
@@ -34,9 +35,12 @@ struct Cli {
     /// Skip later rounds once this many minutes have passed (first rounds always run).
     #[arg(long, default_value_t = 20)]
     budget_minutes: u64,
-    /// Numbers of terminal Tasks present for the operator memory/CPU measure (empty: skip).
-    #[arg(long, value_delimiter = ',', default_value = "1000")]
+    /// Numbers of terminal Tasks present for the operator memory/CPU measure (`--presence` alone: skip).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1000")]
     presence: Vec<usize>,
+    /// Numbers of Tasks for the queue case, queued behind a cap of 0 (`--queue` alone: skip).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1000")]
+    queue: Vec<usize>,
     /// Creates in flight at once (the same for Jobs and Tasks).
     #[arg(long, default_value_t = 16)]
     inflight: usize,
@@ -154,6 +158,18 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         });
     }
 
+    let mut queues = Vec::new();
+    for (i, &q) in cli.queue.iter().enumerate() {
+        let ns = format!("bench-queue-{i}");
+        cluster.namespace(&ns).await?;
+        let m = queue::measure(cluster, &ns, q, cli.inflight).await?;
+        eprintln!(
+            "bench: Q={q}: all Queued {:.1}s after the first create (created in {:.1}s); idle: {:.2} API requests/s, {:.0} reconciles/s",
+            m.all_queued_s, m.created_s, m.idle_api_per_s, m.idle_reconciles_per_s
+        );
+        queues.push(m);
+    }
+
     let mut presence = Vec::new();
     let mut sizes = cli.presence.clone();
     sizes.sort_unstable();
@@ -179,8 +195,8 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
          Tasks run it under the worker. Latencies are local watch-event times in the bench.\n\n",
         cli.profile, cli.nodes, cli.node_cpu, cli.inflight
     );
-    text += &report::render(&cli.sizes, &rounds, &presence);
-    let json = report::json(&cli.profile, &cli.sizes, &rounds, &presence);
+    text += &report::render(&cli.sizes, &rounds, &queues, &presence);
+    let json = report::json(&cli.profile, &cli.sizes, &rounds, &queues, &presence);
     let path = cluster::root()?.join("target/bench-results.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("write {}", path.display()))?;

@@ -5,10 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, Result, bail};
-use futures::{StreamExt, TryStreamExt, stream};
+use anyhow::{Result, bail};
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::Api;
 use serde_json::json;
 
 use crate::batch::{self, tasks_api};
@@ -66,27 +65,7 @@ pub async fn measure(
     wait_gone(&cluster.operator_bin, Duration::from_secs(90)).await?;
     let api = tasks_api(&cluster.client, ns);
     let t = Instant::now();
-    stream::iter(have..want)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let nm = batch::name(i);
-                api.create(&PostParams::default(), &batch::task(&nm)?)
-                    .await
-                    .with_context(|| format!("create Task {nm}"))?;
-                api.patch_status(
-                    &nm,
-                    &PatchParams::default(),
-                    &Patch::Merge(terminal_status(&nm)),
-                )
-                .await
-                .with_context(|| format!("patch status of Task {nm}"))?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(inflight)
-        .try_collect::<()>()
-        .await?;
+    batch::create_tasks(&api, have..want, inflight, Some(terminal_status)).await?;
     eprintln!(
         "bench: {} terminal Tasks created in {:.1}s; starting the operator",
         want - have,

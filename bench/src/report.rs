@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use crate::audit::Writes;
 use crate::batch::Batch;
 use crate::presence::Presence;
+use crate::queue::Queue;
 
 /// A Tasks batch with the writes attributed to its namespace and the
 /// operator CPU time it cost.
@@ -89,6 +90,7 @@ fn cells(
 pub fn render(
     sizes: &[usize],
     rounds: &BTreeMap<usize, Vec<Round>>,
+    queues: &[Queue],
     presence: &[Presence],
 ) -> String {
     let cols: Vec<String> = sizes.iter().map(|n| format!("N={n}")).collect();
@@ -186,6 +188,33 @@ pub fn render(
             "",
         )],
     );
+    if !queues.is_empty() {
+        out.push('\n');
+        let qcols: Vec<String> = queues.iter().map(|q| format!("Q={}", q.tasks)).collect();
+        let row = |f: &dyn Fn(&Queue) -> String| queues.iter().map(f).collect::<Vec<_>>();
+        out += &table(
+            "Q Tasks queued behind a namespace cap of 0 (then idle 20 s: the operator's own counters)",
+            &qcols,
+            &[
+                ("all created, s".into(), row(&|q| f1(q.created_s)), ""),
+                (
+                    "every Task shows Queued, s".into(),
+                    row(&|q| f1(q.all_queued_s)),
+                    "~ created",
+                ),
+                (
+                    "API requests/s while idle".into(),
+                    row(&|q| f2(q.idle_api_per_s)),
+                    "0",
+                ),
+                (
+                    "reconciles/s while idle".into(),
+                    row(&|q| f0(q.idle_reconciles_per_s)),
+                    "",
+                ),
+            ],
+        );
+    }
     if !presence.is_empty() {
         out.push('\n');
         let pcols: Vec<String> = presence.iter().map(|p| format!("P={}", p.tasks)).collect();
@@ -251,6 +280,7 @@ pub fn json(
     profile: &str,
     sizes: &[usize],
     rounds: &BTreeMap<usize, Vec<Round>>,
+    queues: &[Queue],
     presence: &[Presence],
 ) -> Value {
     let summary: Vec<Value> = rounds
@@ -279,6 +309,7 @@ pub fn json(
         "operator_profile": profile,
         "sizes": sizes,
         "rounds": summary,
+        "queue": queues,
         "presence": presence,
     })
 }

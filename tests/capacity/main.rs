@@ -31,6 +31,12 @@ static ALL: &[Case] = &[
         true,
         queue::max_active_tasks_in_order
     ),
+    // Alone: it counts every API request the operator makes.
+    case!(
+        queued_tasks_cost_nothing,
+        true,
+        queue::queued_tasks_cost_nothing
+    ),
 ];
 
 // Cases call kubectl synchronously (std::process) from async code; on a

@@ -258,3 +258,90 @@ pub async fn suspended_by_hand(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     );
     Ok(())
 }
+
+/// Tasks queued behind a namespace cap of 0 cost no API call while nothing
+/// changes: they are looked at again (reconciles move) from the caches
+/// alone. Each shows its right position, and all start once the cap rises.
+pub async fn queued_tasks_cost_nothing(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    const N: usize = 40;
+    let cap = |n: usize| {
+        ns.kubectl.run(&[
+            "annotate",
+            "--overwrite",
+            "namespace",
+            &ns.name,
+            &format!("longtask.dev/max-active-tasks={n}"),
+        ])
+    };
+    cap(0)?;
+    let names: Vec<String> = (0..N).map(|i| format!("q-{i:02}")).collect();
+    let docs: Vec<String> = names.iter().map(|n| sh_task(n, "sleep 1", "")).collect();
+    let started = Instant::now();
+    ns.apply(&docs.join("---\n"))?;
+    let api = tasks(&ns.client, &ns.name);
+    wait::until(MINUTE, "every Task Queued at its position", || {
+        let api = api.clone();
+        let names = names.clone();
+        async move {
+            let list = api.list(&ListParams::default()).await?;
+            let right = names.iter().enumerate().all(|(i, n)| {
+                list.items.iter().any(|t| {
+                    t.metadata.name.as_deref() == Some(n.as_str())
+                        && t.data["status"]["phase"] == "Queued"
+                        && t.data["status"]["message"]
+                            .as_str()
+                            .is_some_and(|m| m.starts_with(&format!("position {} of {N} ", i + 1)))
+                })
+            });
+            Ok(right)
+        }
+    })
+    .await?;
+    println!(
+        "queued_tasks_cost_nothing: {N} Tasks Queued at their positions {:.1} s after the apply",
+        started.elapsed().as_secs_f64()
+    );
+    // A 10 s window of one leader (a new leader reads what its caches do
+    // not hold yet: that is a change, not waiting).
+    let counts = |f: &[longtask_e2e::openmetrics::Family]| {
+        let mut by_verb = std::collections::BTreeMap::new();
+        for s in f.iter().flat_map(|f| &f.samples) {
+            if s.name == "longtask_api_requests_total" && s.value > 0.0 {
+                let verb = s.labels.get("verb").cloned().unwrap_or_default();
+                *by_verb.entry(verb).or_insert(0.0) += s.value;
+            }
+        }
+        let looks = longtask_e2e::openmetrics::value(f, "longtask_reconciles_total", &[]);
+        (by_verb, looks)
+    };
+    let (calls, looks) = loop {
+        let pod = operator::leader_pod(&c).await?;
+        let (calls_before, looks_before) = counts(&operator::scrape(&c, &pod).await?);
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        if operator::leader_pod(&c).await? != pod {
+            continue;
+        }
+        let (mut calls, looks) = counts(&operator::scrape(&c, &pod).await?);
+        for (verb, n) in &calls_before {
+            if let Some(m) = calls.get_mut(verb) {
+                *m -= n;
+            }
+        }
+        calls.retain(|_, n| *n > 0.0);
+        break (calls, looks - looks_before);
+    };
+    let calls_total = calls.values().sum::<f64>() + 0.0;
+    println!(
+        "queued_tasks_cost_nothing: in 10 s, {looks} reconciles and {calls_total} API requests {calls:?}"
+    );
+    ensure!(
+        looks >= N as f64,
+        "{looks} reconciles in 10 s: the queued Tasks were not looked at again"
+    );
+    ensure!(
+        calls.is_empty(),
+        "{calls_total} API requests in 10 s while {N} Tasks waited and nothing changed: {calls:?}"
+    );
+    cap(N)?;
+    all_complete(&ns, N, 2 * MINUTE).await
+}

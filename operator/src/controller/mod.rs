@@ -13,6 +13,7 @@ use crds::names::labels;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::{self, ObjectRef, reflector};
@@ -25,9 +26,10 @@ use crate::{reconcile, status};
 
 /// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
 pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, concurrency: u16) {
-    let controller = controller(&client, namespace, concurrency);
+    let (controller, jobs) = controller(&client, namespace, concurrency);
     let store = controller.store();
     ctx.queue.set_tasks(store.clone());
+    ctx.queue.set_jobs(jobs);
     // A Namespace is cluster-scoped: watching only one namespace, the
     // operator makes only namespaced calls (its install has Roles only), so
     // it reads no Namespace and no namespace annotation.
@@ -68,8 +70,13 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
 }
 
 /// The controller on Tasks, woken by the Jobs and pods they own and by
-/// their result ConfigMaps.
-fn controller(client: &Client, ns: Option<&str>, concurrency: u16) -> Controller<Task> {
+/// their result ConfigMaps; and the cache of those Jobs (slimmed), which
+/// the watch fills before it wakes their Tasks.
+fn controller(
+    client: &Client,
+    ns: Option<&str>,
+    concurrency: u16,
+) -> (Controller<Task>, reflector::Store<Job>) {
     let ours = || watcher::Config::default().labels(labels::TASK_UID);
     // The Task cache holds what reconciles and the queue read, nothing more.
     let (store, writer) = reflector::store();
@@ -85,10 +92,12 @@ fn controller(client: &Client, ns: Option<&str>, concurrency: u16) -> Controller
     // changed (`triggers.rs`); result ConfigMaps on any change (their data
     // is read on demand, so their watch carries metadata only).
     let jobs: Api<Job> = api(client, ns);
+    let (job_store, job_writer) = reflector::store();
     let job_stream = triggers::changed(
-        watcher(jobs, ours())
-            .default_backoff()
-            .modify(|j: &mut Job| j.managed_fields_mut().clear()),
+        reflector(
+            job_writer,
+            watcher(jobs, ours()).default_backoff().modify(slim_job),
+        ),
         triggers::job_key,
     );
     let pods: Api<Pod> = api(client, ns);
@@ -103,12 +112,24 @@ fn controller(client: &Client, ns: Option<&str>, concurrency: u16) -> Controller
         .default_backoff()
         .modify(|c| c.managed_fields_mut().clear())
         .touched_objects();
-    Controller::for_stream(task_stream, store)
+    let controller = Controller::for_stream(task_stream, store)
         .owns_stream(job_stream)
         .watches_stream(pod_stream, task_of_pod)
         .watches_stream(cm_stream, task_of_result)
         .with_config(controller::Config::default().concurrency(concurrency))
-        .shutdown_on_signal()
+        .shutdown_on_signal();
+    (controller, job_store)
+}
+
+/// Keeps of a watched Job what the triggers and the queue read (metadata
+/// with its labels and owner, spec.suspend, status): its pod template, the
+/// bulk of it, is read from the API server when a reconcile needs it.
+fn slim_job(j: &mut Job) {
+    j.managed_fields_mut().clear();
+    j.annotations_mut().clear();
+    if let Some(spec) = j.spec.as_mut() {
+        spec.template = Default::default();
+    }
 }
 
 /// Marks the operator ready once the Task cache has synced. Polls with a
@@ -171,10 +192,18 @@ fn slim_task(t: &mut Task) {
     if t.is_terminal()
         && let Some(s) = t.status.take()
     {
-        // Conditions are kept only when they disagree with the phase, so
-        // the reconciler sees that it must set them right.
+        // Conditions that agree with the phase are kept without their
+        // messages (so `settle` sees at no cost that nothing is to be set
+        // right); ones that disagree are kept whole, and `settle` reads the
+        // Task to set them right.
         let conditions = if status::conditions_agree(&s) {
-            Vec::new()
+            s.conditions
+                .into_iter()
+                .map(|c| Condition {
+                    message: String::new(),
+                    ..c
+                })
+                .collect()
         } else {
             s.conditions
         };
@@ -226,5 +255,37 @@ pub async fn shutdown_signal() {
     tokio::select! {
         _ = term => {}
         _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crds::{Phase, Task};
+
+    use super::slim_task;
+    use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
+    use crate::status::{self, desired};
+
+    /// A finished Task in the cache keeps conditions that still show they
+    /// agree with its phase (so re-looking at it costs no API call), and
+    /// loses its result and messages; a running one is kept whole.
+    #[test]
+    fn slim_terminal_tasks_still_agree() {
+        let job = JobFixture::ours().complete().build();
+        let result = ResultFixture::new("42").build();
+        let done = desired(&Task::test(), &obs(Some(&job), Some(&result), &[])).status;
+        assert_eq!(done.phase, Some(Phase::Completed));
+        assert!(status::conditions_agree(&done));
+        let mut t = Task::test().status(done);
+        slim_task(&mut t);
+        let s = t.status.as_ref().expect("status");
+        assert!(status::conditions_agree(s), "{:?}", s.conditions);
+        assert!(s.result.is_none() && s.message.is_none());
+        assert!(s.conditions.iter().all(|c| c.message.is_empty()));
+
+        let mut running = Task::test().status(crate::fixtures::running());
+        let before = running.status.clone();
+        slim_task(&mut running);
+        assert_eq!(running.status, before);
     }
 }

@@ -5,6 +5,8 @@
 use std::sync::OnceLock;
 
 use crds::Task;
+use futures::FutureExt;
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -16,6 +18,7 @@ pub struct Queue {
     /// The operator's namespace (`--namespace`), if it watches only one.
     pub scope: Option<String>,
     tasks: OnceLock<Store<Task>>,
+    jobs: OnceLock<Store<Job>>,
     namespaces: OnceLock<Store<PartialObjectMeta<Namespace>>>,
     /// Serializes admissions under a cap.
     lock: tokio::sync::Mutex<()>,
@@ -27,6 +30,7 @@ impl Queue {
             global,
             scope,
             tasks: OnceLock::new(),
+            jobs: OnceLock::new(),
             namespaces: OnceLock::new(),
             lock: tokio::sync::Mutex::new(()),
         }
@@ -35,6 +39,19 @@ impl Queue {
     /// The controller's Task cache.
     pub fn set_tasks(&self, store: Store<Task>) {
         let _ = self.tasks.set(store);
+    }
+
+    /// The controller's cache of the Tasks' Jobs (slimmed: no pod template).
+    pub fn set_jobs(&self, store: Store<Job>) {
+        let _ = self.jobs.set(store);
+    }
+
+    /// The Job cache, once its watch has listed every Job of a Task; None
+    /// before (then only the API server can say which Jobs exist).
+    pub fn jobs(&self) -> Option<&Store<Job>> {
+        let store = self.jobs.get()?;
+        store.wait_until_ready().now_or_never()?.ok()?;
+        Some(store)
     }
 
     /// The UID of namespace `name`, if the cache has it.

@@ -35,6 +35,10 @@ pub async fn job(ctx: &Context, task: &Task, id: &Identity<'_>) -> Result<Found,
             return Ok(Found::Job(job.map(Box::new)));
         }
         Find::GetThenStart => true,
+        // Waiting, as the caches show: no API call at all.
+        Find::Start if let Some(wait) = admit::waits_from_cache(ctx, task) => {
+            return Ok(Found::Wait(wait));
+        }
         // Under a cap, a Job may exist already: look first.
         Find::Start => admit::capped(ctx, id.namespace).await?,
     };

@@ -12,7 +12,6 @@ use kube::api::{Api, ListParams};
 use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, sh_task, tasks, wait};
 use serde_json::Value;
 
-use super::observe::leader_pod;
 use super::validation::refused;
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -199,7 +198,7 @@ async fn failed_events(ns: &TestNs, name: &str) -> Result<Vec<(String, i32, Stri
 /// How many times the operator logged a refused create of Job `name` in
 /// this namespace (its JSON log: one line per create the server refused).
 async fn refused_creates(c: &Cluster, ns: &TestNs, name: &str) -> Result<usize> {
-    let pod = leader_pod(c).await?;
+    let pod = longtask_e2e::operator::leader_pod(c).await?;
     let log = c.kubectl.run(&["-n", SYSTEM_NS, "logs", &pod])?;
     Ok(log
         .lines()

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail, ensure};
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, ListParams};
 use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, openmetrics, operator, sh_task, tasks, wait};
@@ -142,66 +141,10 @@ pub async fn events_tell_the_story(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     Ok(())
 }
 
-/// The pod that holds the leader Lease.
-pub(super) async fn leader_pod(c: &Cluster) -> Result<String> {
-    let deadline = Instant::now() + MINUTE;
-    loop {
-        if let Some(name) = operator::leader(&c.client).await?.0 {
-            return Ok(name);
-        }
-        ensure!(Instant::now() < deadline, "no leader within {MINUTE:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-/// Scrapes the pod's /metrics through the API server's pod proxy; where the
-/// API server refuses to proxy to the pod's address (the devcluster's pod IPs
-/// are loopback addresses, which kube-apiserver does not proxy to), directly
-/// from the pod's IP on this host.
-async fn scrape(c: &Cluster, pod: &str) -> Result<Vec<openmetrics::Family>> {
-    let path = format!("/api/v1/namespaces/{SYSTEM_NS}/pods/{pod}:8080/proxy/metrics");
-    let text = match c.kubectl.run(&["get", "--raw", &path]) {
-        Ok(t) => t,
-        Err(e) if format!("{e:#}").contains("address not allowed") => {
-            let api: Api<Pod> = Api::namespaced(c.client.clone(), SYSTEM_NS);
-            let ip = api
-                .get(pod)
-                .await?
-                .status
-                .and_then(|s| s.pod_ip)
-                .context("operator pod without IP")?;
-            http_get(&format!("{ip}:8080"), "/metrics").await?
-        }
-        Err(e) => return Err(e),
-    };
-    openmetrics::parse(&text).with_context(|| format!("/metrics of {pod}:\n{text}"))
-}
-
-/// A plain HTTP/1.1 GET; the body of a 200 answer.
-async fn http_get(addr: &str, path: &str) -> Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut sock = tokio::net::TcpStream::connect(addr).await?;
-    sock.write_all(
-        format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n\r\n").as_bytes(),
-    )
-    .await?;
-    let mut buf = Vec::new();
-    tokio::time::timeout(Duration::from_secs(10), sock.read_to_end(&mut buf)).await??;
-    let text = String::from_utf8(buf)?;
-    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP header end")?;
-    ensure!(head.starts_with("HTTP/1.1 200"), "GET {path}: {head}");
-    ensure!(
-        head.to_ascii_lowercase()
-            .contains("content-type: application/openmetrics-text"),
-        "GET {path}: not OpenMetrics: {head}"
-    );
-    Ok(body.to_owned())
-}
-
 /// /metrics parses as OpenMetrics and its counters move as Tasks finish.
 pub async fn metrics_move(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    let pod = leader_pod(&c).await?;
-    let before = scrape(&c, &pod).await?;
+    let pod = operator::leader_pod(&c).await?;
+    let before = operator::scrape(&c, &pod).await?;
     let done = |f: &[openmetrics::Family]| {
         openmetrics::value(
             f,
@@ -222,7 +165,7 @@ pub async fn metrics_move(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     for n in ["good", "bad"] {
         wait::condition(&api, n, "Finished", MINUTE).await?;
     }
-    let after = scrape(&c, &pod).await?;
+    let after = operator::scrape(&c, &pod).await?;
     let names: Vec<&str> = after.iter().map(|f| f.name.as_str()).collect();
     for want in [
         "longtask_tasks",
@@ -277,7 +220,7 @@ pub async fn logs_are_json(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     ns.apply(&sh_task("logged", "echo ok", ""))?;
     let api = tasks(&ns.client, &ns.name);
     wait::condition(&api, "logged", "Finished", MINUTE).await?;
-    let pod = leader_pod(&c).await?;
+    let pod = operator::leader_pod(&c).await?;
     let mut ours = 0;
     let mut lines = 0;
     let deadline = Instant::now() + MINUTE;
