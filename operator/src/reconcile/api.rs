@@ -2,6 +2,7 @@
 //! and counted in the metrics. Thin: decisions live in `status.rs`.
 
 use std::future::Future;
+use std::time::Duration;
 
 use crds::names::{self, API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
@@ -17,6 +18,7 @@ use crate::call::{self, CallError};
 use crate::context::{Context, WorkerRbac};
 use crate::reconcile::{build, pod};
 use crate::status::events::Note;
+use crate::telemetry::metrics::Metrics;
 
 /// Failures of the API calls here: one variant per call, naming its
 /// object. The variant's name in snake_case is its `category()`, the label
@@ -154,12 +156,21 @@ async fn call<T>(
     verb: &'static str,
     fut: impl Future<Output = Result<T, kube::Error>>,
 ) -> Result<T, CallError> {
-    let limit = ctx.config.api_timeout;
+    bounded(&ctx.metrics, ctx.config.api_timeout, verb, fut).await
+}
+
+/// `fut` bounded by `limit`, its outcome counted under `verb`.
+async fn bounded<T>(
+    metrics: &Metrics,
+    limit: Duration,
+    verb: &'static str,
+    fut: impl Future<Output = Result<T, kube::Error>>,
+) -> Result<T, CallError> {
     let res = match tokio::time::timeout(limit, fut).await {
         Ok(r) => r.map_err(CallError::from),
         Err(_) => Err(CallError::Timeout(limit)),
     };
-    ctx.metrics.api_request(verb, call::outcome(&res));
+    metrics.api_request(verb, call::outcome(&res));
     res
 }
 
@@ -498,22 +509,36 @@ pub async fn patch_status(ctx: &Context, task: &Task, status: &TaskStatus) -> Re
     })
 }
 
-/// Publishes an Event on the Task; failures are logged, never fatal.
-pub async fn publish(ctx: &Context, task: &Task, note: &Note) {
-    let ev = Event {
-        type_: if note.warning {
-            EventType::Warning
-        } else {
-            EventType::Normal
-        },
-        reason: note.reason.as_str().to_owned(),
-        note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
-        action: note.action.to_owned(),
-        secondary: None,
-    };
-    let reference = task.object_ref(&());
-    match call(ctx, "create_event", ctx.recorder.publish(&ev, &reference)).await {
-        Ok(()) => ctx.metrics.event_published(note.reason.as_str()),
-        Err(e) => warn!(reason = note.reason.as_str(), error = %e, "cannot publish Event"),
+/// Publishes `notes` as Events on the Task, in order, without the
+/// reconcile waiting for them: a spawned task makes the calls, each bounded
+/// by the API timeout. Events are best effort: a failure is logged and
+/// counted, and Events not yet sent when the process stops are lost.
+pub fn publish(ctx: &Context, task: &Task, notes: Vec<Note>) {
+    if notes.is_empty() {
+        return;
     }
+    let recorder = ctx.recorder.clone();
+    let metrics = ctx.metrics.clone();
+    let limit = ctx.config.api_timeout;
+    let reference = task.object_ref(&());
+    tokio::spawn(async move {
+        for note in notes {
+            let ev = Event {
+                type_: if note.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: note.reason.as_str().to_owned(),
+                note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
+                action: note.action.to_owned(),
+                secondary: None,
+            };
+            let sent = recorder.publish(&ev, &reference);
+            match bounded(&metrics, limit, "create_event", sent).await {
+                Ok(()) => metrics.event_published(note.reason.as_str()),
+                Err(e) => warn!(reason = note.reason.as_str(), error = %e, "cannot publish Event"),
+            }
+        }
+    });
 }

@@ -22,7 +22,7 @@ pub async fn before_write(
     desired: &Desired,
 ) -> Result<(), Error> {
     if let Some(note) = foreign_results(&seen.refusals) {
-        api::publish(ctx, task, &note).await;
+        api::publish(ctx, task, vec![note]);
     }
     let stop = seen
         .job

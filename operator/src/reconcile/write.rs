@@ -1,6 +1,7 @@
 //! The status write: a server-side apply of the whole status, skipped when
 //! only timestamps would change, fenced by the Task's resourceVersion;
-//! then the metrics and Events of the transition.
+//! then the metrics of the transition, and its Events (sent off the
+//! reconcile's path).
 
 use crds::{Task, TaskStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -48,9 +49,8 @@ pub async fn status(ctx: &Context, task: &Task, next: TaskStatus) -> Result<Writ
     let now = Time(Timestamp::now());
     ctx.metrics
         .record(&transitions::from_transition(task, prev, &next, &now));
-    for note in events::transitions(prev, &next) {
-        api::publish(ctx, task, &note).await;
-    }
+    // Off the reconcile's path: the next Task waits for no Event.
+    api::publish(ctx, task, events::transitions(prev, &next));
     let ended =
         next.phase.is_some_and(|p| p.is_terminal()) && prev.and_then(|p| p.phase) != next.phase;
     Ok(Written::Patched { ended })
