@@ -95,7 +95,9 @@ pub enum Scope {
 pub struct Wait {
     /// 1-based place among the Tasks waiting on the same cap.
     pub position: usize,
-    /// How many Tasks wait on that cap.
+    /// How many Tasks wait on that cap (not shown: it changes with every
+    /// Task that arrives behind, and a status write per waiting Task per
+    /// arrival is what a burst cannot afford).
     pub of: usize,
     pub scope: Scope,
     pub namespace: String,
@@ -103,7 +105,9 @@ pub struct Wait {
 }
 
 impl Wait {
-    /// "position 3 of 7 ...", for the status message and Waiting condition.
+    /// "position 3 in the queue: ...", for the status message and Waiting
+    /// condition. The position moves only when a Task ahead starts, leaves
+    /// or is overtaken by a higher priority.
     pub fn message(&self) -> String {
         let cap = match self.scope {
             Scope::Global => format!(
@@ -117,10 +121,7 @@ impl Wait {
                 annotations::MAX_ACTIVE_TASKS
             ),
         };
-        format!(
-            "position {} of {} in the queue: {cap}",
-            self.position, self.of
-        )
+        format!("position {} in the queue: {cap}", self.position)
     }
 }
 

@@ -91,7 +91,7 @@ pub fn row(t: &Task, now: Timestamp) -> Vec<String> {
     ]
 }
 
-/// What a Task waits for: "position 3 of 7" while Queued for a slot,
+/// What a Task waits for: "position 3" while Queued for a slot,
 /// "Suspended", or the reason its pod cannot start (Unschedulable…);
 /// empty when it waits for nothing.
 pub fn waiting(t: &Task) -> String {
@@ -103,7 +103,7 @@ pub fn waiting(t: &Task) -> String {
         .iter()
         .find(|c| c.type_ == types::WAITING && c.status == "True");
     if s.phase == Some(Phase::Queued) && s.reason.as_deref() == Some(reasons::QUEUE_FULL) {
-        // The operator words it "position N of M in the queue: <cap>".
+        // The operator words it "position N in the queue: <cap>".
         let message = s
             .message
             .as_deref()
@@ -116,7 +116,7 @@ pub fn waiting(t: &Task) -> String {
     cond.map(|c| c.reason.clone()).unwrap_or_default()
 }
 
-/// "position N of M" from the operator's queue message.
+/// "position N" from the operator's queue message.
 fn queue_position(message: &str) -> Option<&str> {
     let end = message.find(" in the queue")?;
     message[..end]
@@ -136,13 +136,13 @@ mod tests {
             .phase(Phase::Queued)
             .reason(
                 reasons::QUEUE_FULL,
-                "position 3 of 7 in the queue: at most 2 Tasks may be active at once (--max-active-tasks)",
+                "position 3 in the queue: at most 2 Tasks may be active at once (--max-active-tasks)",
             )
-            .condition(types::WAITING, "True", reasons::QUEUE_FULL, "position 3 of 7 in the queue: …")
+            .condition(types::WAITING, "True", reasons::QUEUE_FULL, "position 3 in the queue: …")
             .build();
         assert_eq!(
             row(&queued, now()),
-            ["q", "Queued", "QueueFull", "", "3m20s", "position 3 of 7"]
+            ["q", "Queued", "QueueFull", "", "3m20s", "position 3"]
         );
         let stuck = task("s")
             .phase(Phase::Running)

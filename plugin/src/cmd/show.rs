@@ -100,14 +100,14 @@ mod tests {
             &["NAME", "PHASE", "WAITING"],
             &[
                 vec!["a".into(), "Running".into(), String::new()],
-                vec!["longer".into(), "Queued".into(), "position 1 of 2".into()],
+                vec!["longer".into(), "Queued".into(), "position 1".into()],
             ],
         );
         assert_eq!(
             t,
             "NAME     PHASE     WAITING\n\
              a        Running\n\
-             longer   Queued    position 1 of 2\n"
+             longer   Queued    position 1\n"
         );
     }
 }

@@ -81,7 +81,7 @@ echo "attempt pass done"; echo ok > "$LONGTASK_RESULT""#,
         .plugin_spawn(&ns.name, &["logs", "flaky", "-f"])?;
     wait::until(MINUTE, "logs -f to say the Task is Queued", || {
         let said = logs.stderr();
-        async move { Ok(said.contains("is Queued: position 1 of 1")) }
+        async move { Ok(said.contains("is Queued: position 1 in the queue")) }
     })
     .await?;
     ns.k(&[

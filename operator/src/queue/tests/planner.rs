@@ -61,7 +61,7 @@ fn global_cap_orders_by_age_then_name_and_gives_positions() {
     };
     assert_eq!(
         w.message(),
-        "position 2 of 2 in the queue: at most 3 Tasks may be active at once (--max-active-tasks)"
+        "position 2 in the queue: at most 3 Tasks may be active at once (--max-active-tasks)"
     );
 }
 

@@ -241,10 +241,10 @@ mod tests {
     #[test]
     fn why_it_waits() {
         let queued = task(json!({"phase": "Queued", "reason": "QueueFull",
-            "message": "position 2 of 3 waiting for a slot"}));
+            "message": "position 2 in the queue: waiting for a slot"}));
         assert_eq!(
             why_waiting(&queued, None),
-            "task t is Queued: position 2 of 3 waiting for a slot"
+            "task t is Queued: position 2 in the queue: waiting for a slot"
         );
         let cond = task(
             json!({"phase": "Running", "conditions": [{"type": "Waiting",
