@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
+use kube::core::PartialObjectMeta;
 use kube::runtime::watcher::{self, Event};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -36,6 +38,10 @@ pub struct Batch {
     pub makespan_s: f64,
     /// Task create returned → watch saw phase Running (Tasks only).
     pub running_ms: Vec<f64>,
+    /// Task create returned → watch saw its Job (Tasks only).
+    pub job_ms: Vec<f64>,
+    /// Job or Task create returned → watch saw its (first) pod.
+    pub pod_ms: Vec<f64>,
     /// Watch saw Job Complete → watch saw Task Completed (Tasks only).
     pub finish_ms: Vec<f64>,
     /// Jobs or Tasks that ended Failed.
@@ -46,6 +52,8 @@ pub struct Batch {
 #[derive(Default)]
 struct Seen {
     created: HashMap<String, Instant>,
+    job_seen: HashMap<String, Instant>,
+    pod_seen: HashMap<String, Instant>,
     running: HashMap<String, Instant>,
     job_done: HashMap<String, Instant>,
     task_done: HashMap<String, Instant>,
@@ -96,6 +104,7 @@ fn watch_jobs(
                     }
                 }
                 Ok(Event::Apply(job) | Event::InitApply(job)) => {
+                    lock(&seen).job_seen.entry(job.name_any()).or_insert(now);
                     let st = job.status.as_ref().map(serde_json::to_value).transpose();
                     let st = st.ok().flatten();
                     let done = has_condition(st.as_ref(), "Complete");
@@ -110,6 +119,38 @@ fn watch_jobs(
                 }
                 Ok(_) => {}
                 Err(e) => eprintln!("bench: job watch: {e}"),
+            }
+        }
+    })
+}
+
+/// Watches pods in `ns` (their Job's name from the Job controller's
+/// label); resolves `ready` once the initial list is done.
+fn watch_pods(
+    client: &Client,
+    ns: &str,
+    seen: Shared,
+    ready: oneshot::Sender<()>,
+) -> JoinHandle<()> {
+    let api: Api<PartialObjectMeta<Pod>> = Api::namespaced(client.clone(), ns);
+    tokio::spawn(async move {
+        let mut ready = Some(ready);
+        let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
+        while let Some(ev) = s.next().await {
+            let now = Instant::now();
+            match ev {
+                Ok(Event::InitDone) => {
+                    if let Some(r) = ready.take() {
+                        let _ = r.send(());
+                    }
+                }
+                Ok(Event::Apply(p) | Event::InitApply(p)) => {
+                    if let Some(job) = p.labels().get("batch.kubernetes.io/job-name") {
+                        lock(&seen).pod_seen.entry(job.clone()).or_insert(now);
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("bench: pod watch: {e}"),
             }
         }
     })
@@ -246,7 +287,11 @@ pub async fn run(
     let seen: Shared = Arc::default();
     let (jtx, jrx) = oneshot::channel();
     let (ttx, trx) = oneshot::channel();
-    let mut watches = vec![watch_jobs(client, ns, seen.clone(), jtx)];
+    let (ptx, prx) = oneshot::channel();
+    let mut watches = vec![
+        watch_jobs(client, ns, seen.clone(), jtx),
+        watch_pods(client, ns, seen.clone(), ptx),
+    ];
     if kind == Kind::Tasks {
         watches.push(watch_tasks(client, ns, seen.clone(), ttx));
     } else {
@@ -256,6 +301,9 @@ pub async fn run(
         tokio::time::timeout(Duration::from_secs(30), jrx)
             .await
             .context("job watch never listed")??;
+        tokio::time::timeout(Duration::from_secs(30), prx)
+            .await
+            .context("pod watch never listed")??;
         if kind == Kind::Tasks {
             tokio::time::timeout(Duration::from_secs(30), trx)
                 .await
@@ -292,19 +340,29 @@ pub async fn run(
             namespace: ns.to_owned(),
             makespan_s: last.duration_since(t0).as_secs_f64(),
             running_ms: Vec::new(),
+            job_ms: Vec::new(),
+            pod_ms: Vec::new(),
             finish_ms: Vec::new(),
             failed: match kind {
                 Kind::Jobs => g.job_failed,
                 Kind::Tasks => g.failed,
             },
         };
-        if kind == Kind::Tasks {
-            for (nm, created) in &g.created {
+        for (nm, created) in &g.created {
+            // Signed: a watch event may beat the create's response.
+            if let Some(p) = g.pod_seen.get(nm) {
+                b.pod_ms.push(signed_ms(*created, *p));
+            }
+            if kind == Kind::Tasks {
                 if let Some(r) = g.running.get(nm) {
-                    // Signed: a watch event may beat the create's response.
                     b.running_ms.push(signed_ms(*created, *r));
                 }
+                if let Some(j) = g.job_seen.get(nm) {
+                    b.job_ms.push(signed_ms(*created, *j));
+                }
             }
+        }
+        if kind == Kind::Tasks {
             for (nm, job) in &g.job_done {
                 if let Some(t) = g.task_done.get(nm) {
                     b.finish_ms.push(signed_ms(*job, *t));
