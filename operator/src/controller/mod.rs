@@ -11,7 +11,7 @@ use std::time::Duration;
 use crds::Task;
 use crds::names::labels;
 use futures::StreamExt;
-use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::core::PartialObjectMeta;
@@ -121,14 +121,30 @@ fn controller(
     (controller, job_store)
 }
 
-/// Keeps of a watched Job what the triggers and the queue read (metadata
-/// with its labels and owner, spec.suspend, status): its pod template, the
-/// bulk of it, is read from the API server when a reconcile needs it.
+/// Keeps of a watched Job only what the triggers and the queue read: its
+/// identity, owner and Task label, generation, `spec.suspend`, and the
+/// status' counts and conditions (type and status). A reconcile that needs
+/// more reads the Job from the API server; thousands of Jobs stay small.
 fn slim_job(j: &mut Job) {
-    j.managed_fields_mut().clear();
-    j.annotations_mut().clear();
-    if let Some(spec) = j.spec.as_mut() {
-        spec.template = Default::default();
+    let m = &mut j.metadata;
+    m.managed_fields = None;
+    m.annotations = None;
+    m.finalizers = None;
+    if let Some(labels) = m.labels.as_mut() {
+        labels.retain(|k, _| k == labels::TASK_UID);
+    }
+    j.spec = j.spec.take().map(|s| JobSpec {
+        suspend: s.suspend,
+        ..JobSpec::default()
+    });
+    if let Some(st) = j.status.as_mut() {
+        for c in st.conditions.iter_mut().flatten() {
+            c.message = None;
+            c.reason = None;
+        }
+        st.completed_indexes = None;
+        st.failed_indexes = None;
+        st.uncounted_terminated_pods = None;
     }
 }
 
@@ -262,9 +278,44 @@ pub async fn shutdown_signal() {
 mod tests {
     use crds::{Phase, Task};
 
-    use super::slim_task;
+    use super::{slim_job, slim_task, triggers};
     use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
     use crate::status::{self, desired};
+
+    /// A slimmed Job wakes its Task exactly when the whole one would, and
+    /// keeps what the queue reads (its Task label, its owner).
+    #[test]
+    fn slim_jobs_trigger_as_whole_ones() {
+        for job in [
+            JobFixture::ours().build(),
+            JobFixture::ours().untouched().build(),
+            JobFixture::ours().active(1).build(),
+            JobFixture::ours().suspended().build(),
+            JobFixture::ours().failed_pods(2).active(1).build(),
+            JobFixture::ours().complete().build(),
+            JobFixture::ours().failed("BackoffLimitExceeded").build(),
+            JobFixture::ours()
+                .completed_indexes("0-2")
+                .failed_indexes("3")
+                .build(),
+        ] {
+            let mut slim = job.clone();
+            slim_job(&mut slim);
+            assert_eq!(triggers::job_key(&slim), triggers::job_key(&job), "{job:?}");
+            assert_eq!(
+                slim.metadata.owner_references,
+                job.metadata.owner_references
+            );
+            let uid = |j: &k8s_openapi::api::batch::v1::Job| {
+                j.metadata
+                    .labels
+                    .as_ref()
+                    .and_then(|l| l.get(crds::names::labels::TASK_UID).cloned())
+            };
+            assert_eq!(uid(&slim), uid(&job));
+            assert!(slim.spec.as_ref().is_none_or(|s| s.template.spec.is_none()));
+        }
+    }
 
     /// A finished Task in the cache keeps conditions that still show they
     /// agree with its phase (so re-looking at it costs no API call), and
