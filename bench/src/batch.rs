@@ -237,6 +237,20 @@ pub fn task(name: &str) -> Result<DynamicObject> {
     }))?)
 }
 
+/// A Task whose pod no node takes (a nodeSelector no node matches): the
+/// operator does all its work, the cluster runs nothing.
+pub fn unplaceable_task(name: &str) -> Result<DynamicObject> {
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "longtask.dev/v1alpha1",
+        "kind": "Task",
+        "metadata": { "name": name },
+        "spec": {
+            "command": ["sh", "-c", SCRIPT],
+            "podTemplate": { "nodeSelector": { "longtask.dev/bench": "nowhere" } }
+        }
+    }))?)
+}
+
 pub fn name(i: usize) -> String {
     format!("b-{i:05}")
 }
@@ -386,12 +400,13 @@ fn signed_ms(from: Instant, to: Instant) -> f64 {
     }
 }
 
-/// Creates the Tasks `name(i)` for `i` in `range`, `inflight` at a time;
-/// each then gets `status` (a merge patch of its status), when given.
+/// Creates the Tasks `build(name(i))` for `i` in `range`, `inflight` at a
+/// time; each then gets `status` (a merge patch of its status), when given.
 pub async fn create_tasks(
     api: &Api<DynamicObject>,
     range: std::ops::Range<usize>,
     inflight: usize,
+    build: fn(&str) -> Result<DynamicObject>,
     status: Option<fn(&str) -> serde_json::Value>,
 ) -> Result<()> {
     use kube::api::{Patch, PatchParams};
@@ -400,7 +415,7 @@ pub async fn create_tasks(
             let api = api.clone();
             async move {
                 let nm = name(i);
-                api.create(&PostParams::default(), &task(&nm)?)
+                api.create(&PostParams::default(), &build(&nm)?)
                     .await
                     .with_context(|| format!("create Task {nm}"))?;
                 if let Some(status) = status {
@@ -414,4 +429,69 @@ pub async fn create_tasks(
         .buffer_unordered(inflight)
         .try_collect::<()>()
         .await
+}
+
+/// How many Tasks of an `Api` have been seen in one phase, counted by a
+/// watch (polling lists of thousands would load the API server that is
+/// being measured). The watch stops when this is dropped.
+pub struct PhaseCount {
+    seen: tokio::sync::watch::Receiver<usize>,
+    watch: JoinHandle<()>,
+}
+
+impl PhaseCount {
+    /// Starts the watch and waits until it has listed what exists.
+    pub async fn start(api: &Api<DynamicObject>, phase: &'static str) -> Result<PhaseCount> {
+        let (tx, seen) = tokio::sync::watch::channel(0usize);
+        let (listed_tx, listed) = oneshot::channel();
+        let api = api.clone();
+        let watch = tokio::spawn(async move {
+            let mut names = std::collections::HashSet::new();
+            let mut listed_tx = Some(listed_tx);
+            let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
+            while let Some(ev) = s.next().await {
+                match ev {
+                    Ok(Event::InitDone) => {
+                        if let Some(l) = listed_tx.take() {
+                            let _ = l.send(());
+                        }
+                    }
+                    Ok(Event::Apply(t) | Event::InitApply(t))
+                        if t.data.pointer("/status/phase").and_then(Value::as_str)
+                            == Some(phase) =>
+                    {
+                        names.insert(t.name_any());
+                        let _ = tx.send(names.len());
+                    }
+                    Ok(_) => {}
+                    Err(e) => eprintln!("bench: task watch: {e}"),
+                }
+            }
+        });
+        let count = PhaseCount { seen, watch };
+        tokio::time::timeout(Duration::from_secs(30), listed)
+            .await
+            .context("task watch never listed")??;
+        Ok(count)
+    }
+
+    /// Waits until `n` Tasks were seen in the phase.
+    pub async fn reach(&mut self, n: usize, limit: Duration) -> Result<()> {
+        if tokio::time::timeout(limit, self.seen.wait_for(|c| *c >= n))
+            .await
+            .is_err()
+        {
+            bail!(
+                "only {} of {n} Tasks seen so after {limit:?}",
+                *self.seen.borrow()
+            );
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PhaseCount {
+    fn drop(&mut self) {
+        self.watch.abort();
+    }
 }

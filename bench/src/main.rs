@@ -4,6 +4,7 @@
 
 mod audit;
 mod batch;
+mod ceiling;
 mod cluster;
 mod presence;
 mod procfs;
@@ -38,6 +39,10 @@ struct Cli {
     /// Numbers of terminal Tasks present for the operator memory/CPU measure (`--presence` alone: skip).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1000")]
     presence: Vec<usize>,
+    /// Numbers of Tasks for the operator's ceiling: Tasks whose pods no node
+    /// takes, created -> Running (`--ceiling` alone: skip).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1000")]
+    ceiling: Vec<usize>,
     /// Numbers of Tasks for the queue case, queued behind a cap of 0 (`--queue` alone: skip).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1000")]
     queue: Vec<usize>,
@@ -170,6 +175,18 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         queues.push(m);
     }
 
+    let mut ceilings = Vec::new();
+    for (i, &c) in cli.ceiling.iter().enumerate() {
+        let ns = format!("bench-ceiling-{i}");
+        cluster.namespace(&ns).await?;
+        let m = ceiling::measure(cluster, &ns, c, cli.inflight, || operator_cpu(cluster)).await?;
+        eprintln!(
+            "bench: C={c}: all Running {:.1}s after the first create: {:.0} Tasks/s, operator CPU {:.2} ms per Task",
+            m.all_running_s, m.tasks_per_s, m.cpu_ms_per_task
+        );
+        ceilings.push(m);
+    }
+
     let mut presence = Vec::new();
     let mut sizes = cli.presence.clone();
     sizes.sort_unstable();
@@ -195,8 +212,15 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
          Tasks run it under the worker. Latencies are local watch-event times in the bench.\n\n",
         cli.profile, cli.nodes, cli.node_cpu, cli.inflight
     );
-    text += &report::render(&cli.sizes, &rounds, &queues, &presence);
-    let json = report::json(&cli.profile, &cli.sizes, &rounds, &queues, &presence);
+    text += &report::render(&cli.sizes, &rounds, &queues, &ceilings, &presence);
+    let json = report::json(
+        &cli.profile,
+        &cli.sizes,
+        &rounds,
+        &queues,
+        &ceilings,
+        &presence,
+    );
     let path = cluster::root()?.join("target/bench-results.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("write {}", path.display()))?;

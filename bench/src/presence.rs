@@ -65,7 +65,14 @@ pub async fn measure(
     wait_gone(&cluster.operator_bin, Duration::from_secs(90)).await?;
     let api = tasks_api(&cluster.client, ns);
     let t = Instant::now();
-    batch::create_tasks(&api, have..want, inflight, Some(terminal_status)).await?;
+    batch::create_tasks(
+        &api,
+        have..want,
+        inflight,
+        batch::task,
+        Some(terminal_status),
+    )
+    .await?;
     eprintln!(
         "bench: {} terminal Tasks created in {:.1}s; starting the operator",
         want - have,

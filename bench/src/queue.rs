@@ -10,7 +10,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 
-use crate::batch::{self, tasks_api};
+use crate::batch::{self, PhaseCount, tasks_api};
 use crate::cluster::{Cluster, SYSTEM_NS};
 
 /// How long the idle window lasts.
@@ -37,24 +37,11 @@ pub async fn measure(cluster: &Cluster, ns: &str, n: usize, inflight: usize) -> 
         .await
         .with_context(|| format!("cap namespace {ns} at 0"))?;
     let api = tasks_api(&cluster.client, ns);
+    let mut queued = PhaseCount::start(&api, "Queued").await?;
     let t = Instant::now();
-    batch::create_tasks(&api, 0..n, inflight, None).await?;
+    batch::create_tasks(&api, 0..n, inflight, batch::task, None).await?;
     let created_s = t.elapsed().as_secs_f64();
-    loop {
-        let list = api.list(&ListParams::default()).await?;
-        let queued = list
-            .items
-            .iter()
-            .filter(|t| t.data["status"]["phase"] == "Queued")
-            .count();
-        if queued == n {
-            break;
-        }
-        if t.elapsed() > Duration::from_secs(600) {
-            bail!("{queued} of {n} Tasks Queued after 10 min");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    queued.reach(n, Duration::from_secs(600)).await?;
     let all_queued_s = t.elapsed().as_secs_f64();
     // Positions settle within one look (2 s) after the last Task appeared.
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::audit::Writes;
 use crate::batch::Batch;
+use crate::ceiling::Ceiling;
 use crate::presence::Presence;
 use crate::queue::Queue;
 
@@ -91,6 +92,7 @@ pub fn render(
     sizes: &[usize],
     rounds: &BTreeMap<usize, Vec<Round>>,
     queues: &[Queue],
+    ceilings: &[Ceiling],
     presence: &[Presence],
 ) -> String {
     let cols: Vec<String> = sizes.iter().map(|n| format!("N={n}")).collect();
@@ -250,6 +252,29 @@ pub fn render(
             ],
         );
     }
+    if !ceilings.is_empty() {
+        out.push('\n');
+        let ccols: Vec<String> = ceilings.iter().map(|c| format!("C={}", c.tasks)).collect();
+        let row = |f: &dyn Fn(&Ceiling) -> String| ceilings.iter().map(f).collect::<Vec<_>>();
+        out += &table(
+            "The operator's ceiling: C Tasks whose pods no node takes (first create -> every Task Running)",
+            &ccols,
+            &[
+                ("all created, s".into(), row(&|c| f1(c.created_s)), ""),
+                (
+                    "every Task Running, s".into(),
+                    row(&|c| f1(c.all_running_s)),
+                    "",
+                ),
+                ("Tasks/s to Running".into(), row(&|c| f0(c.tasks_per_s)), ""),
+                (
+                    "operator CPU, ms per Task".into(),
+                    row(&|c| f2(c.cpu_ms_per_task)),
+                    "",
+                ),
+            ],
+        );
+    }
     if !presence.is_empty() {
         out.push('\n');
         let pcols: Vec<String> = presence.iter().map(|p| format!("P={}", p.tasks)).collect();
@@ -316,6 +341,7 @@ pub fn json(
     sizes: &[usize],
     rounds: &BTreeMap<usize, Vec<Round>>,
     queues: &[Queue],
+    ceilings: &[Ceiling],
     presence: &[Presence],
 ) -> Value {
     let summary: Vec<Value> = rounds
@@ -352,6 +378,7 @@ pub fn json(
         "sizes": sizes,
         "rounds": summary,
         "queue": queues,
+        "ceiling": ceilings,
         "presence": presence,
     })
 }
