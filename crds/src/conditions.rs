@@ -100,6 +100,17 @@ pub enum Reason {
     QueueFull,
     /// Someone else (e.g. Kueue) suspended the Task's Job; it runs once resumed.
     Suspended,
+    /// Kueue holds the Task's Job: its Workload waits for quota in its
+    /// ClusterQueue (the message is Kueue's, with the LocalQueue).
+    QuotaPending,
+    /// Kueue admitted the Task's Workload and is about to resume its Job.
+    Admitted,
+    /// Kueue preempted the Task's Workload for one of higher priority: the
+    /// Job was suspended and waits for quota again (not an attempt).
+    Preempted,
+    /// Kueue evicted the Task's Workload for another reason (its message
+    /// says which); the Job waits for quota again.
+    Evicted,
     /// The spec is invalid in a way the CRD schema could not catch.
     InvalidSpec,
 }
@@ -134,5 +145,9 @@ pub mod reasons {
     pub const JOB_LOST: &str = Reason::JobLost.as_str();
     pub const QUEUE_FULL: &str = Reason::QueueFull.as_str();
     pub const SUSPENDED: &str = Reason::Suspended.as_str();
+    pub const QUOTA_PENDING: &str = Reason::QuotaPending.as_str();
+    pub const ADMITTED: &str = Reason::Admitted.as_str();
+    pub const PREEMPTED: &str = Reason::Preempted.as_str();
+    pub const EVICTED: &str = Reason::Evicted.as_str();
     pub const INVALID_SPEC: &str = Reason::InvalidSpec.as_str();
 }

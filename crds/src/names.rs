@@ -64,6 +64,10 @@ pub mod labels {
     /// Labels with this prefix on a Task are copied to its Job, so an
     /// admission system such as Kueue (`kueue.x-k8s.io/queue-name`) can manage it.
     pub const KUEUE_PREFIX: &str = "kueue.x-k8s.io/";
+    /// The Kueue label that puts a Job under Kueue: the LocalQueue's name.
+    pub const KUEUE_QUEUE_NAME: &str = "kueue.x-k8s.io/queue-name";
+    /// The label Kueue puts on a Job's Workload: the Job's UID.
+    pub const KUEUE_JOB_UID: &str = "kueue.x-k8s.io/job-uid";
     /// Standard `managed-by` label for objects the operator owns.
     pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
     /// Value of [`MANAGED_BY`].
@@ -83,6 +87,11 @@ pub mod annotations {
     pub const MAX_ACTIVE_TASKS: &str = "longtask.dev/max-active-tasks";
     /// On an Indexed Job's pods (set by the Job controller): the completion index.
     pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+    /// Annotations with this prefix on a Task (Kueue's, e.g.
+    /// `kueue.x-k8s.io/job-min-parallelism`) are copied to its Job.
+    pub const KUEUE_PREFIX: &str = "kueue.x-k8s.io/";
+    /// Kueue's ProvisioningRequest parameters, also copied to the Job.
+    pub const KUEUE_PROVREQ_PREFIX: &str = "provreq.kueue.x-k8s.io/";
 }
 
 /// Environment variables of the worker container (and of the program it runs).

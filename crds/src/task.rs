@@ -434,8 +434,10 @@ pub struct ShardResult {
 )]
 #[strum(const_into_str)]
 pub enum Phase {
-    /// Waiting: for a slot (reason QueueFull, with its position) or because
-    /// someone else, e.g. Kueue, suspended its Job (reason Suspended).
+    /// Waiting: for a slot (reason QueueFull, with its position), for
+    /// Kueue's quota (reason QuotaPending, Admitted, Preempted or Evicted,
+    /// with Kueue's message), or because someone else suspended its Job
+    /// (reason Suspended).
     Queued,
     /// The Job exists and has not finished.
     Running,

@@ -32,6 +32,10 @@ fn reasons_keep_their_strings() {
             "JobLost",
             "QueueFull",
             "Suspended",
+            "QuotaPending",
+            "Admitted",
+            "Preempted",
+            "Evicted",
             "InvalidSpec",
         ]
     );
@@ -89,6 +93,10 @@ fn the_constants_are_the_variants() {
             reasons::JOB_LOST,
             reasons::QUEUE_FULL,
             reasons::SUSPENDED,
+            reasons::QUOTA_PENDING,
+            reasons::ADMITTED,
+            reasons::PREEMPTED,
+            reasons::EVICTED,
             reasons::INVALID_SPEC,
         ]
         .to_vec(),

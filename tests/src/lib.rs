@@ -203,6 +203,20 @@ impl Cluster {
         }
     }
 
+    /// Starts Kueue on the cluster (`devcluster kueue`: its CRDs, RBAC and
+    /// webhooks, its manager as a host process) and waits until it admits.
+    pub fn kueue(&self) -> Result<()> {
+        let status = Command::new(devcluster())
+            .args(["kueue", "--dir"])
+            .arg(&self.dir)
+            .status()
+            .context("run devcluster kueue")?;
+        if !status.success() {
+            bail!("devcluster kueue failed: {status}");
+        }
+        Ok(())
+    }
+
     /// Installs longtask the way a user does and waits for the operator.
     pub async fn install(&self) -> Result<()> {
         let manifests = root().join("manifests");
@@ -334,6 +348,42 @@ impl TestNs {
     /// `kubectl apply` of a YAML document in this namespace.
     pub fn apply(&self, yaml: &str) -> Result<String> {
         self.kubectl.apply(&self.name, yaml)
+    }
+
+    /// `status` of Task `name`, as JSON.
+    pub async fn status(&self, name: &str) -> Result<serde_json::Value> {
+        let t = tasks(&self.client, &self.name).get(name).await?;
+        Ok(t.data["status"].clone())
+    }
+
+    /// Sets `spec.cancel: true` on Task `name`.
+    pub fn cancel(&self, name: &str) -> Result<String> {
+        self.k(&[
+            "patch",
+            "task",
+            name,
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"cancel":true}}"#,
+        ])
+    }
+
+    /// Waits until every Task in the namespace is Completed (and there are `n`).
+    pub async fn all_complete(&self, n: usize, timeout: Duration) -> Result<()> {
+        let api = tasks(&self.client, &self.name);
+        wait::until(timeout, &format!("all {n} Tasks Completed"), || {
+            let api = api.clone();
+            async move {
+                let list = api.list(&kube::api::ListParams::default()).await?;
+                let done = list
+                    .items
+                    .iter()
+                    .filter(|t| t.data["status"]["phase"] == "Completed")
+                    .count();
+                Ok(list.items.len() == n && done == n)
+            }
+        })
+        .await
     }
 
     /// What a person would look at when a case fails.

@@ -47,6 +47,8 @@ pub enum Runtime {
 pub enum Install {
     /// longtask as a user installs it (`kubectl apply -k manifests/`).
     Operator,
+    /// Kueue first (`devcluster kueue`), then longtask as with `Operator`.
+    KueueAndOperator,
     /// Only the CRD and the worker's ClusterRole: the cases run the
     /// reconciler themselves, as a library.
     CrdOnly,
@@ -85,7 +87,7 @@ pub async fn main(cases: &[Case], shape: Shape) {
         results.push(run_case(shared.clone(), c).await);
     }
     let failed: Vec<&str> = results.iter().filter(|r| !r.1).map(|r| r.0).collect();
-    if !failed.is_empty() && shape.install == Install::Operator {
+    if !failed.is_empty() && shape.install != Install::CrdOnly {
         let logs = shared
             .kubectl
             .run(&[
@@ -121,6 +123,10 @@ async fn setup(shape: &Shape) -> Result<Cluster> {
     };
     match shape.install {
         Install::Operator => cluster.install().await?,
+        Install::KueueAndOperator => {
+            cluster.kueue()?;
+            cluster.install().await?;
+        }
         Install::CrdOnly => cluster.install_crd()?,
     }
     Ok(cluster)

@@ -9,7 +9,9 @@ use crds::{Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::RoleBinding;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+};
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, warn};
@@ -18,6 +20,7 @@ use crate::call::{self, CallError};
 use crate::context::{Context, WorkerRbac};
 use crate::reconcile::{build, pod};
 use crate::status::events::Note;
+use crate::status::kueue;
 use crate::telemetry::metrics::Metrics;
 
 /// Failures of the API calls here: one variant per call, naming its
@@ -42,6 +45,20 @@ pub enum ApiError {
     },
     #[error("cannot suspend Job {namespace}/{name}")]
     SuspendJob {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot list the Kueue Workloads of Job {namespace}/{name}")]
+    ListWorkloads {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot deactivate Kueue Workload {namespace}/{name}")]
+    DeactivateWorkload {
         namespace: String,
         name: String,
         #[source]
@@ -247,6 +264,67 @@ pub async fn suspend_job(ctx: &Context, job: &Job) -> Result<(), ApiError> {
     .map_err(|source| ApiError::SuspendJob {
         namespace,
         name,
+        source,
+    })
+}
+
+/// Kueue's Workload API (`workloads.kueue.x-k8s.io`, the version Kueue
+/// v0.17 stores).
+fn workloads(ctx: &Context, namespace: &str) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("kueue.x-k8s.io", "v1beta2", "Workload");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "workloads");
+    Api::namespaced_with(ctx.client.clone(), namespace, &ar)
+}
+
+/// The Kueue Workload of `job` (found by Kueue's label with the Job's
+/// UID); `None` when Kueue is not installed (the API answers 404), so a
+/// cluster without Kueue sees no error.
+pub async fn job_workload(
+    ctx: &Context,
+    namespace: &str,
+    job: &Job,
+) -> Result<Option<kueue::Seen>, ApiError> {
+    let uid = job.metadata.uid.as_deref().unwrap_or_default();
+    let lp = ListParams::default().labels(&format!("{}={uid}", labels::KUEUE_JOB_UID));
+    match call(ctx, "list", workloads(ctx, namespace).list(&lp)).await {
+        Ok(list) => {
+            // Kueue keeps one Workload per Job; the newest is the live one.
+            let newest = list
+                .items
+                .iter()
+                .max_by_key(|w| w.metadata.creation_timestamp.as_ref().map(|t| t.0));
+            Ok(Some(match newest {
+                Some(w) => kueue::Seen::Workload(kueue::Workload::from_value(
+                    &serde_json::to_value(w).unwrap_or_default(),
+                )),
+                None => kueue::Seen::NoWorkload,
+            }))
+        }
+        Err(e) if e.code() == Some(404) => Ok(None),
+        Err(source) => Err(ApiError::ListWorkloads {
+            namespace: namespace.to_owned(),
+            name: job.name_any(),
+            source,
+        }),
+    }
+}
+
+/// Deactivates Kueue Workload `name` of `job` (`spec.active: false`):
+/// Kueue evicts it, suspends the Job (its pods get SIGTERM) and never
+/// admits it again.
+pub async fn deactivate_workload(ctx: &Context, job: &Job, name: &str) -> Result<(), ApiError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let body = serde_json::json!({ "spec": { "active": false } });
+    call(
+        ctx,
+        "patch",
+        workloads(ctx, &namespace).patch(name, &PatchParams::default(), &Patch::Merge(&body)),
+    )
+    .await
+    .map(|_| info!(workload = %name, job = %job.name_any(), "deactivated Kueue Workload"))
+    .map_err(|source| ApiError::DeactivateWorkload {
+        namespace,
+        name: name.to_owned(),
         source,
     })
 }

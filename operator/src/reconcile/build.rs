@@ -44,6 +44,7 @@ pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
             name: Some(id.name.to_owned()),
             namespace: Some(id.namespace.to_owned()),
             labels: Some(shape::job_labels(task, &lbls)),
+            annotations: shape::job_annotations(task),
             owner_references: Some(vec![controller_ref(&id)]),
             ..ObjectMeta::default()
         },

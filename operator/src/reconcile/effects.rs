@@ -11,6 +11,7 @@ use crate::context::Context;
 use crate::reconcile::error::Error;
 use crate::reconcile::read::Seen;
 use crate::reconcile::{admit, api};
+use crate::status::kueue::Stop;
 use crate::status::{self, Desired, events};
 
 /// Done before the status is written: once terminal, the Task is never
@@ -24,12 +25,13 @@ pub async fn before_write(
     if let Some(note) = foreign_results(&seen.refusals) {
         api::publish(ctx, task, vec![note]);
     }
-    let stop = seen
-        .job
-        .as_ref()
-        .filter(|j| status::wants_stop(task, Some(j), &desired.status));
-    if let Some(j) = stop {
-        api::suspend_job(ctx, j).await?;
+    let Some(j) = seen.job.as_ref() else {
+        return Ok(());
+    };
+    match status::stop(task, Some(j), &desired.status, seen.kueue.as_ref()) {
+        Some(Stop::Suspend) => api::suspend_job(ctx, j).await?,
+        Some(Stop::Deactivate(workload)) => api::deactivate_workload(ctx, j, &workload).await?,
+        None => {}
     }
     Ok(())
 }

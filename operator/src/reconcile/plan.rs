@@ -5,7 +5,7 @@
 use crds::Task;
 use k8s_openapi::api::batch::v1::Job;
 
-use crate::status::{self, observe};
+use crate::status::{self, kueue, observe};
 
 /// How the reconcile finds the Task's Job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +45,10 @@ pub struct Reads<'a> {
     /// The Job whose pods must have written the final result, when one is
     /// read as final: results are vetted against it.
     pub fence: Option<&'a str>,
+    /// The Kueue Workload of the Task's own Job: Kueue manages it, it has
+    /// not finished, and it is suspended (where does it stand in Kueue?) or
+    /// may have to be stopped (only its Workload's deactivation stops it).
+    pub workload: bool,
 }
 
 /// What to read for `task`, whose Job (by name) is `job`.
@@ -63,7 +67,13 @@ pub fn reads<'a>(task: &'a Task, job: Option<&'a Job>) -> Reads<'a> {
     };
     let ended = ours.is_none_or(|j| observe::finish(j).is_some());
     let sharded = task.spec.is_sharded();
+    let suspended = |j: &Job| j.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    let may_stop = task.spec.cancel || task.spec.start_timeout_seconds.is_some();
+    let workload = ours.is_some_and(|j| {
+        kueue::manages(j) && observe::finish(j).is_none() && (suspended(j) || may_stop)
+    });
     Reads {
+        workload,
         pods: ours.is_some() && !untouched,
         result: !sharded && status::wants_result(task, job) && (final_read || !untouched),
         shard_results: sharded && fence.is_some() && ended && final_read,

@@ -15,6 +15,7 @@ use crate::reconcile::build::Identity;
 use crate::reconcile::error::Error;
 use crate::reconcile::plan::{self, Find};
 use crate::reconcile::{api, writers};
+use crate::status::kueue;
 use crate::status::observe::{self, Observed, Ownership};
 
 /// What became of the Task's Job.
@@ -67,6 +68,9 @@ pub struct Seen {
     pub shards: Vec<ConfigMap>,
     /// Every result ConfigMap refused, and why (for a Warning Event).
     pub refusals: Vec<String>,
+    /// Kueue's Workload of the Job, when read (`None`: not read, or Kueue
+    /// is not installed).
+    pub kueue: Option<kueue::Seen>,
 }
 
 impl Seen {
@@ -79,6 +83,7 @@ impl Seen {
             pod_refused: self.pod_refused.clone(),
             pods: &self.pods,
             shard_results: &self.shards,
+            kueue: self.kueue.as_ref(),
             now,
         }
     }
@@ -115,7 +120,12 @@ pub async fn cluster(
         true => api::list_shard_results(ctx, id.namespace, id.name, id.uid).await?,
         false => Vec::new(),
     };
+    let kueue = match ours.filter(|_| reads.workload) {
+        Some(j) => api::job_workload(ctx, id.namespace, j).await?,
+        None => None,
+    };
     let mut seen = Seen {
+        kueue,
         job: None,
         pods,
         pod_refused,

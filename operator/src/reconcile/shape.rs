@@ -47,6 +47,24 @@ pub fn job_labels(task: &Task, link: &BTreeMap<String, String>) -> BTreeMap<Stri
     out
 }
 
+/// The Task's Kueue annotations (`kueue.x-k8s.io/`, `provreq.kueue.x-k8s.io/`,
+/// e.g. `kueue.x-k8s.io/job-min-parallelism`), which Kueue reads from the Job;
+/// `None` when it has none.
+pub fn job_annotations(task: &Task) -> Option<BTreeMap<String, String>> {
+    let out: BTreeMap<String, String> = task
+        .metadata
+        .annotations
+        .iter()
+        .flatten()
+        .filter(|(k, _)| {
+            k.starts_with(annotations::KUEUE_PREFIX)
+                || k.starts_with(annotations::KUEUE_PROVREQ_PREFIX)
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!out.is_empty()).then_some(out)
+}
+
 /// `LONGTASK_SHARD` (the completion index through the downward API, or "0")
 /// and `LONGTASK_SHARDS`.
 pub fn shard_env(shards: i32) -> Vec<EnvVar> {
@@ -137,5 +155,42 @@ mod tests {
         );
         assert!(!l.contains_key("app"));
         assert!(l.contains_key(labels::TASK_UID));
+    }
+
+    #[test]
+    fn kueue_annotations_reach_the_job() {
+        let mut t = Task::test().labelled("kueue.x-k8s.io/priority-class", "high");
+        t.metadata.annotations = Some(BTreeMap::from([
+            (
+                "kueue.x-k8s.io/job-min-parallelism".to_owned(),
+                "2".to_owned(),
+            ),
+            (
+                "provreq.kueue.x-k8s.io/ValidUntilSeconds".to_owned(),
+                "60".to_owned(),
+            ),
+            (
+                "kubectl.kubernetes.io/last-applied-configuration".to_owned(),
+                "{}".to_owned(),
+            ),
+        ]));
+        let meta = build::job(&t, "w").unwrap().metadata;
+        let a = meta.annotations.unwrap();
+        assert_eq!(
+            a.keys().map(String::as_str).collect::<Vec<_>>(),
+            [
+                "kueue.x-k8s.io/job-min-parallelism",
+                "provreq.kueue.x-k8s.io/ValidUntilSeconds"
+            ]
+        );
+        let l = meta.labels.unwrap();
+        assert_eq!(
+            l.get("kueue.x-k8s.io/priority-class").map(String::as_str),
+            Some("high")
+        );
+        assert_eq!(
+            build::job(&Task::test(), "w").unwrap().metadata.annotations,
+            None
+        );
     }
 }

@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use crate::status::observe::Observed;
 use crate::status::observe::{self, Finish};
-use crate::status::progress;
+use crate::status::{kueue, progress};
 
 /// The facts a status is assembled from.
 #[derive(Default)]
@@ -412,10 +412,21 @@ fn cancelling(
         .iter()
         .find(|c| c.type_ == ConditionType::Waiting.as_str() && c.status == "True");
     let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
-    if !suspended || observe::live_pods(obs.pods) > 0 {
+    let for_good = kueue::stopped_for_good(obs.kueue);
+    if !suspended || observe::live_pods(obs.pods) > 0 || !for_good {
+        let how = match obs.kueue {
+            Some(kueue::Seen::NoWorkload) => {
+                "cancelling: waiting for Kueue's Workload of the Job, to deactivate it"
+            }
+            Some(_) => {
+                "cancelling: Kueue's Workload is deactivated, so Kueue suspends the Job for good \
+                 and its pod gets SIGTERM"
+            }
+            None => "cancelling: the Job is suspended and its pod gets SIGTERM",
+        };
         return Facts {
             phase: Some(Phase::Running),
-            message: Some("cancelling: the Job is suspended and its pod gets SIGTERM".to_owned()),
+            message: Some(how.to_owned()),
             // A reason outside the vocabulary (not written by this
             // operator) is not kept.
             waiting: waited.and_then(|w| Some((w.reason.parse().ok()?, w.message.clone()))),
@@ -511,8 +522,9 @@ pub fn cancelled_unstarted(prev: &TaskStatus, now: &Time) -> Facts {
 }
 
 /// Someone else (e.g. Kueue) suspended the Task's running Job: the Task is
-/// Queued with reason Suspended until the Job is resumed.
-pub fn suspended(task: &Task, job: &Job, facts: Facts) -> Facts {
+/// Queued until the Job is resumed, with Kueue's reason and message when
+/// `kueue` says where the Job stands there, else reason Suspended.
+pub fn suspended(task: &Task, job: &Job, facts: Facts, kueue: Option<&kueue::Seen>) -> Facts {
     let suspend = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
     // A cancel suspends the Job itself: that is no one else's suspension.
     if !suspend || task.spec.cancel || facts.phase != Some(Phase::Running) {
@@ -526,6 +538,17 @@ pub fn suspended(task: &Task, job: &Job, facts: Facts) -> Facts {
             cs.iter()
                 .any(|c| c.type_ == "Suspended" && c.status == "True")
         });
+    if let Some(seen) = kueue {
+        let (reason, message, look) = kueue::standing(job, seen);
+        return Facts {
+            phase: Some(Phase::Queued),
+            reason: Some(reason),
+            waiting: Some((reason, message.clone())),
+            message: Some(message),
+            wake_in: Some(look),
+            ..facts
+        };
+    }
     let message = format!(
         "the Job is suspended (spec.suspend: true{}), by an admission system such as Kueue or by hand; \
          the Task runs when the Job is resumed",

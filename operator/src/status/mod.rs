@@ -13,6 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 pub mod conditions;
 pub mod events;
 pub mod facts;
+pub mod kueue;
 pub mod observe;
 pub mod progress;
 pub mod shards;
@@ -80,13 +81,27 @@ pub fn is_blocked(task: &Task) -> bool {
 /// its pods with SIGTERM): the Task is cancelled, or `next` ends it while
 /// the Job has not finished (a start timeout).
 pub fn wants_stop(task: &Task, job: Option<&Job>, next: &TaskStatus) -> bool {
-    let Some(j) = job else { return false };
+    stop(task, job, next, None).is_some()
+}
+
+/// How to stop the Task's own Job, if it must be stopped and is not yet
+/// (see [`wants_stop`]); `kueue` is what was read of Kueue for it. A Job
+/// under Kueue is stopped by deactivating its Workload, which Kueue honours
+/// for good.
+pub fn stop(
+    task: &Task,
+    job: Option<&Job>,
+    next: &TaskStatus,
+    kueue: Option<&kueue::Seen>,
+) -> Option<kueue::Stop> {
+    let j = job?;
     let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
     let ending = task.spec.cancel || next.phase.is_some_and(|p| p.is_terminal());
-    ending
-        && observe::ownership(j, task_uid) == Ownership::Ours
-        && observe::finish(j).is_none()
-        && j.spec.as_ref().and_then(|s| s.suspend) != Some(true)
+    if !ending || observe::ownership(j, task_uid) != Ownership::Ours || observe::finish(j).is_some()
+    {
+        return None;
+    }
+    kueue::stop(j, kueue)
 }
 
 /// True unless `status` is terminal and its conditions say otherwise than
@@ -223,7 +238,7 @@ fn ours(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> Facts 
     } else {
         from_job(task, prev, job, obs)
     };
-    facts::suspended(task, job, facts)
+    facts::suspended(task, job, facts, obs.kueue)
 }
 
 /// The status of a Task that waits for a slot (`wait` says where).

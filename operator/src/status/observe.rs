@@ -27,6 +27,9 @@ pub struct Observed<'a> {
     pub pod_refused: Option<String>,
     /// Result ConfigMaps of the Task's shards (sharded Tasks whose Job finished).
     pub shard_results: &'a [ConfigMap],
+    /// What was read of Kueue for a Kueue-managed Job that is suspended or
+    /// being stopped (`None`: not read, not Kueue's, or Kueue not installed).
+    pub kueue: Option<&'a crate::status::kueue::Seen>,
     /// The time to stamp on anything that changes now.
     pub now: Time,
 }

@@ -37,14 +37,7 @@ pub async fn cancel_stops_gracefully(_c: Arc<Cluster>, ns: TestNs) -> Result<()>
         Ok(o) => bail!("a retries change was accepted: {o}"),
         Err(e) => ensure!(format!("{e:#}").contains("immutable"), "{e:#}"),
     }
-    ns.k(&[
-        "patch",
-        "task",
-        "stoppable",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"cancel":true}}"#,
-    ])?;
+    ns.cancel("stoppable")?;
     let t = wait::condition(&api, "stoppable", "Failed", MINUTE).await?;
     let st = &t["status"];
     ensure!(st["reason"] == "Cancelled", "status: {st}");

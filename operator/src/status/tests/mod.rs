@@ -1,4 +1,5 @@
 mod desired;
+mod kueue;
 mod progress;
 mod properties;
 mod shards;

@@ -522,6 +522,7 @@ proptest! {
             refused: None,
             pods: &pods,
             shard_results: &shard_cms,
+            kueue: None,
             now: at(500),
         };
         let first = decide(&t, &obs);
