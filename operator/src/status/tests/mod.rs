@@ -1,6 +1,7 @@
 mod desired;
 mod progress;
 mod properties;
+mod retry;
 mod shards;
 mod size;
 mod suspended;
