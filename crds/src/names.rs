@@ -81,6 +81,12 @@ pub mod annotations {
     pub const WRITER_POD_UID: &str = "longtask.dev/writer-pod-uid";
     /// On a Namespace: at most this many of its Tasks have a Job at once.
     pub const MAX_ACTIVE_TASKS: &str = "longtask.dev/max-active-tasks";
+    /// On a Namespace: seconds after a Task finishes before it is deleted,
+    /// for its Tasks without `spec.deleteAfterSeconds`.
+    pub const DELETE_FINISHED_AFTER: &str = "longtask.dev/delete-finished-after";
+    /// On a Namespace: keep only this many finished Tasks (the newest by
+    /// finish time); older ones are deleted with their Jobs, pods and results.
+    pub const KEEP_FINISHED: &str = "longtask.dev/keep-finished";
     /// On an Indexed Job's pods (set by the Job controller): the completion index.
     pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
 }

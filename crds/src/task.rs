@@ -42,7 +42,7 @@ use crate::pod::{PodTemplate, PullPolicy};
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
 #[x_kube(
-    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.failOnExitCodes) ? has(oldSelf.failOnExitCodes) && self.failOnExitCodes == oldSelf.failOnExitCodes : !has(oldSelf.failOnExitCodes)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate))").message("spec is immutable: delete the Task and create it again to run it again"),
+    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.failOnExitCodes) ? has(oldSelf.failOnExitCodes) && self.failOnExitCodes == oldSelf.failOnExitCodes : !has(oldSelf.failOnExitCodes)) && (has(self.deleteAfterSeconds) ? has(oldSelf.deleteAfterSeconds) && self.deleteAfterSeconds == oldSelf.deleteAfterSeconds : !has(oldSelf.deleteAfterSeconds)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate))").message("spec is immutable: delete the Task and create it again to run it again"),
     validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true"),
     validation = Rule::new("!has(self.parallelism) || self.parallelism <= self.shards").message("spec.parallelism must not exceed spec.shards"),
     validation = Rule::new("!has(self.imagePullPolicy) || has(self.image)").message("spec.imagePullPolicy applies to spec.image: set spec.image too, or leave imagePullPolicy out")
@@ -202,6 +202,16 @@ pub struct TaskSpec {
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<i32>,
 
+    /// Seconds after the Task finishes (Completed or Failed) before the
+    /// Task itself is deleted, and with it its Job, pods and result
+    /// ConfigMaps. At least 0. Default: the namespace annotation
+    /// longtask.dev/delete-finished-after (seconds), else the operator's
+    /// --delete-finished-after, else never (the Task stays until you delete
+    /// it). See also the namespace annotation longtask.dev/keep-finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub delete_after_seconds: Option<i64>,
+
     /// Set to true to cancel the Task: its pod gets SIGTERM (passed on to
     /// the program, which may still write a partial result) and the Task
     /// ends Failed with reason Cancelled and whatever result was written.
@@ -266,6 +276,7 @@ impl Default for TaskSpec {
             retries: 0,
             fail_on_exit_codes: Vec::new(),
             ttl_seconds_after_finished: None,
+            delete_after_seconds: None,
             cancel: false,
             priority: 0,
             shards: 1,

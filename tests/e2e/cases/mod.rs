@@ -13,6 +13,7 @@ mod plugin;
 mod postmortem;
 mod rbac;
 mod restart;
+mod retention;
 mod retry;
 mod scale;
 mod security;
@@ -75,6 +76,16 @@ pub static ALL: &[Case] = &[
         retry_bad_exit_code_lists_refused,
         false,
         retry::bad_exit_code_lists_refused
+    ),
+    case!(
+        retention_deletes_after_time,
+        false,
+        retention::retention_deletes_after_time
+    ),
+    case!(
+        retention_keeps_newest,
+        false,
+        retention::retention_keeps_newest
     ),
     case!(
         exit_code_with_retries,

@@ -155,6 +155,12 @@ pub async fn bad_exit_code_lists_refused(_c: Arc<Cluster>, ns: TestNs) -> Result
             words,
         )?;
     }
+    refused(
+        &ns,
+        "deleteAfterSeconds -1",
+        &sh_task("keep", "true", "  deleteAfterSeconds: -1\n"),
+        &["spec.deleteAfterSeconds"],
+    )?;
     ns.apply(&sh_task("fixed", "sleep 1", "  failOnExitCodes: [3]\n"))?;
     refused(
         &ns,
@@ -166,6 +172,16 @@ pub async fn bad_exit_code_lists_refused(_c: Arc<Cluster>, ns: TestNs) -> Result
         &ns,
         "failOnExitCodes removed",
         &sh_task("fixed", "sleep 1", ""),
+        &["immutable"],
+    )?;
+    refused(
+        &ns,
+        "deleteAfterSeconds added",
+        &sh_task(
+            "fixed",
+            "sleep 1",
+            "  failOnExitCodes: [3]\n  deleteAfterSeconds: 5\n",
+        ),
         &["immutable"],
     )?;
     let explain = ns.k(&["explain", "task.spec.failOnExitCodes"])?;

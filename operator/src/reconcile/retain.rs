@@ -1,0 +1,98 @@
+//! The retention step of a finished Task: delete it when its time has come
+//! or when its namespace keeps only newer ones (decided by the pure
+//! `retention`), and after a Task ends, the ones it pushed past the
+//! namespace's keep-N limit.
+
+use std::time::Duration;
+
+use crds::Task;
+use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
+use tracing::warn;
+
+use crate::call::Chain;
+use crate::context::Context;
+use crate::reconcile::api;
+use crate::reconcile::error::Error;
+use crate::retention::{self, Due, Policy};
+
+/// The retention policy of `namespace`: its annotations (when the
+/// operator watches namespaces) over the flags.
+pub fn policy(ctx: &Context, namespace: &str) -> Policy {
+    let ns = ctx
+        .queue
+        .namespaces()
+        .and_then(|s| s.get(&ObjectRef::new(namespace)));
+    retention::policy(
+        ns.as_ref().and_then(|n| n.metadata.annotations.as_ref()),
+        ctx.config.retention,
+    )
+}
+
+/// What becomes of the finished `task`: deleted now (`None`), or looked at
+/// again after the returned time (`Some(None)`: only on a change).
+pub async fn finished(
+    ctx: &Context,
+    task: &Task,
+    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+) -> Result<Option<Option<Duration>>, Error> {
+    let namespace = task.namespace().unwrap_or_default();
+    let policy = policy(ctx, &namespace);
+    let wake = match retention::due(task, policy, now) {
+        Due::Now => {
+            api::delete_task(ctx, task, &retention::why_due(task, policy)).await?;
+            return Ok(None);
+        }
+        Due::In(d) => Some(d),
+        Due::Never => None,
+    };
+    if let Some(keep) = policy.keep
+        && let Some(store) = ctx.queue.tasks()
+    {
+        let all = store.state();
+        let mine = all
+            .iter()
+            .filter(|t| t.namespace().as_deref() == Some(namespace.as_str()));
+        let uid = task.metadata.uid.as_deref();
+        if retention::excess(mine.map(|t| &**t), keep)
+            .iter()
+            .any(|t| t.metadata.uid.as_deref() == uid)
+        {
+            api::delete_task(ctx, task, &kept_why(keep)).await?;
+            return Ok(None);
+        }
+    }
+    Ok(Some(wake))
+}
+
+fn kept_why(keep: u32) -> String {
+    format!(
+        "its namespace keeps only the newest {keep} finished Tasks (annotation longtask.dev/keep-finished or --keep-finished)"
+    )
+}
+
+/// After `ended` (as just written) finished: deletes the finished Tasks of
+/// its namespace beyond the keep-N limit. A failure is logged: each of
+/// those Tasks checks its own rank when it is next reconciled.
+pub async fn prune(ctx: &Context, ended: &Task) {
+    let namespace = ended.namespace().unwrap_or_default();
+    let Some(keep) = policy(ctx, &namespace).keep else {
+        return;
+    };
+    let Some(store) = ctx.queue.tasks() else {
+        return;
+    };
+    let all = store.state();
+    // The cache may not show `ended` as finished yet: take it as written.
+    let mine = all
+        .iter()
+        .filter(|t| t.namespace().as_deref() == Some(namespace.as_str()))
+        .filter(|t| t.metadata.uid != ended.metadata.uid)
+        .map(|t| &**t)
+        .chain(std::iter::once(ended));
+    for t in retention::excess(mine, keep) {
+        if let Err(e) = api::delete_task(ctx, t, &kept_why(keep)).await {
+            warn!(error = %Chain(&e), "cannot delete a finished Task past the keep-finished limit; it retries on its own");
+        }
+    }
+}
