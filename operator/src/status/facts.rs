@@ -238,7 +238,11 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         completed_at,
         ..base
     };
-    if failed {
+    if failed && task.spec.cancel && cond.reason.as_deref() == Some("PodFailurePolicy") {
+        // The cancel's SIGTERM ended the program with a code the Task
+        // lists (e.g. 143): the Task was cancelled, whatever the policy says.
+        cancelled(None, obs, accepted, base)
+    } else if failed {
         job_failed(task, cond, accepted, obs, base)
     } else {
         succeeded(accepted, base)

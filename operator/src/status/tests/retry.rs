@@ -83,6 +83,16 @@ fn fail_on_exit_codes_table() {
             says: &["all 4 attempts", "spec.retries: 3"],
         },
         Case {
+            name: "cancelled: SIGTERM's listed 143 is the cancel's",
+            task: Task::test().fail_on(&[143]).cancelled().running(),
+            job: Some(JobFixture::ours().failed("PodFailurePolicy").suspended()),
+            cm: Some(ResultFixture::new("partial").exit(143)),
+            pods: vec![],
+            reason: reasons::CANCELLED,
+            exit_code: Some(143),
+            says: &["cancelled (spec.cancel)", "SIGTERM"],
+        },
+        Case {
             name: "no codes listed: a policy failure is the Job's",
             task: Task::test().running(),
             job: Some(JobFixture::ours().failed("PodFailurePolicy")),
