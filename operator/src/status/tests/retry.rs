@@ -139,39 +139,6 @@ fn fail_on_exit_codes_table() {
     }
 }
 
-#[test]
-fn a_shard_failed_by_a_listed_code_is_named() {
-    let task = Task::test().sharded(3).fail_on(&[3]).running();
-    let j = JobFixture::ours()
-        .failed("FailedIndexes")
-        .completed_indexes("0,2")
-        .failed_indexes("1")
-        .build();
-    let cms = [
-        ResultFixture::new("a").shard(0),
-        ResultFixture::new("bad").shard(1).exit(3),
-        ResultFixture::new("c").shard(2),
-    ]
-    .map(ResultFixture::build);
-    let mut o = obs(Some(&j), None, &[]);
-    o.shard_results = &cms;
-    let s = desired(&task, &o).status;
-    let msg = s.message.clone().unwrap_or_default();
-    assert_eq!(
-        s.reason.as_deref(),
-        Some(reasons::FAIL_ON_EXIT_CODE),
-        "{msg}"
-    );
-    assert!(
-        msg.contains("shards 1 exited") && msg.contains("1: 3"),
-        "{msg}"
-    );
-    assert!(msg.contains("2 succeeded"), "{msg}");
-    // The same Job without the code listed: retries ran out.
-    let s = desired(&Task::test().sharded(3).running(), &o).status;
-    assert_eq!(s.reason.as_deref(), Some(reasons::BACKOFF_LIMIT_EXCEEDED));
-}
-
 /// (name, previous status, pods now, job's active and failed counts,
 /// disruptions, last disrupted pod, disrupted pod UIDs, attempts).
 type DisruptionCase = (
