@@ -151,4 +151,22 @@ mod tests {
         assert_ne!(job_key(&j), active);
         assert_eq!(pod_key(&Pod::default()), None);
     }
+
+    #[test]
+    fn a_disruption_wakes_the_task() {
+        use crate::fixtures::PodFixture;
+        let quiet = PodFixture::new("p").build();
+        assert_eq!(pod_key(&quiet), None);
+        let evicted = PodFixture::new("p")
+            .disrupted("EvictionByEvictionAPI", 5)
+            .build();
+        assert!(pod_key(&evicted).is_some());
+        // Once it stopped, it still differs from a plain failed pod.
+        let failed = PodFixture::new("p").exited(143).build();
+        let evicted_failed = PodFixture::new("p")
+            .exited(143)
+            .disrupted("EvictionByEvictionAPI", 5)
+            .build();
+        assert_ne!(pod_key(&failed), pod_key(&evicted_failed));
+    }
 }

@@ -100,6 +100,12 @@ pub async fn listed_exit_code_fails_at_once(_c: Arc<Cluster>, ns: TestNs) -> Res
         "exit 4",
         "  retries: 1\n  failOnExitCodes: [3]\n",
     ))?;
+    // Shard 1 exits 3: it fails at once (FailIndex), the others complete.
+    ns.apply(&sh_task(
+        "sharded",
+        r#"[ "$LONGTASK_SHARD" = 1 ] && exit 3; echo ok > "$LONGTASK_RESULT""#,
+        "  shards: 3\n  retries: 2\n  failOnExitCodes: [3]\n",
+    ))?;
     let api = tasks(&ns.client, &ns.name);
     let t = wait::condition(&api, "fatal", "Failed", MINUTE).await?;
     let st = &t["status"];
@@ -128,6 +134,17 @@ pub async fn listed_exit_code_fails_at_once(_c: Arc<Cluster>, ns: TestNs) -> Res
         st["reason"] == "BackoffLimitExceeded" && st["exitCode"] == 4 && st["attempts"] == 2,
         "exit code 4 is not listed: retried once, then BackoffLimitExceeded: {st}"
     );
+    let t = wait::condition(&api, "sharded", "Failed", MINUTE).await?;
+    let st = &t["status"];
+    ensure!(
+        st["reason"] == "FailOnExitCode"
+            && st["shards"]["failed"] == 1
+            && st["shards"]["succeeded"] == 2
+            && st["attempts"] == 3,
+        "shard 1 fails at once, the other two complete, 3 pods in all: {st}"
+    );
+    let msg = st["message"].as_str().unwrap_or_default();
+    ensure!(msg.contains("shards 1 exited"), "message: {msg:?}");
     Ok(())
 }
 
