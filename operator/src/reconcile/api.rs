@@ -226,7 +226,12 @@ pub async fn create_job(ctx: &Context, job: &Job) -> Result<Job, ApiError> {
 /// again under its name) in the background: the garbage collector then
 /// removes its Job, pods and result ConfigMaps, which it owns. A Task
 /// already gone, or replaced, is no error.
-pub async fn delete_task(ctx: &Context, task: &Task, why: &str) -> Result<(), ApiError> {
+pub async fn delete_task(
+    ctx: &Context,
+    task: &Task,
+    rule: &'static str,
+    why: &str,
+) -> Result<(), ApiError> {
     let namespace = task.namespace().unwrap_or_default();
     let name = task.name_any();
     let api: Api<Task> = Api::namespaced(ctx.client.clone(), &namespace);
@@ -240,6 +245,7 @@ pub async fn delete_task(ctx: &Context, task: &Task, why: &str) -> Result<(), Ap
     match call(ctx, "delete", api.delete(&name, &dp)).await {
         Ok(_) => {
             info!(namespace = %namespace, task = %name, why, "deleted finished Task");
+            ctx.metrics.task_deleted(rule);
             Ok(())
         }
         Err(e) if matches!(e.code(), Some(404 | 409)) => Ok(()),

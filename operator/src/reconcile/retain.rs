@@ -40,7 +40,7 @@ pub async fn finished(
     let policy = policy(ctx, &namespace);
     let wake = match retention::due(task, policy, now) {
         Due::Now => {
-            api::delete_task(ctx, task, &retention::why_due(task, policy)).await?;
+            api::delete_task(ctx, task, "after", &retention::why_due(task, policy)).await?;
             return Ok(None);
         }
         Due::In(d) => Some(d),
@@ -58,7 +58,7 @@ pub async fn finished(
             .iter()
             .any(|t| t.metadata.uid.as_deref() == uid)
         {
-            api::delete_task(ctx, task, &kept_why(keep)).await?;
+            api::delete_task(ctx, task, "keep", &kept_why(keep)).await?;
             return Ok(None);
         }
     }
@@ -91,7 +91,7 @@ pub async fn prune(ctx: &Context, ended: &Task) {
         .map(|t| &**t)
         .chain(std::iter::once(ended));
     for t in retention::excess(mine, keep) {
-        if let Err(e) = api::delete_task(ctx, t, &kept_why(keep)).await {
+        if let Err(e) = api::delete_task(ctx, t, "keep", &kept_why(keep)).await {
             warn!(error = %Chain(&e), "cannot delete a finished Task past the keep-finished limit; it retries on its own");
         }
     }

@@ -158,7 +158,7 @@ pub(super) async fn leader_pod(c: &Cluster) -> Result<String> {
 /// API server refuses to proxy to the pod's address (the devcluster's pod IPs
 /// are loopback addresses, which kube-apiserver does not proxy to), directly
 /// from the pod's IP on this host.
-async fn scrape(c: &Cluster, pod: &str) -> Result<Vec<openmetrics::Family>> {
+pub(super) async fn scrape(c: &Cluster, pod: &str) -> Result<Vec<openmetrics::Family>> {
     let path = format!("/api/v1/namespaces/{SYSTEM_NS}/pods/{pod}:8080/proxy/metrics");
     let text = match c.kubectl.run(&["get", "--raw", &path]) {
         Ok(t) => t,

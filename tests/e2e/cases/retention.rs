@@ -11,7 +11,9 @@ use anyhow::{Result, ensure};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::api::{Api, ListParams};
-use longtask_e2e::{Cluster, TestNs, sh_task, tasks, wait};
+use longtask_e2e::{Cluster, TestNs, openmetrics, sh_task, tasks, wait};
+
+use super::observe::{leader_pod, scrape};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -92,7 +94,12 @@ pub async fn retention_deletes_after_time(_c: Arc<Cluster>, ns: TestNs) -> Resul
 /// A namespace annotated keep-finished: 2 keeps its 2 newest finished
 /// Tasks while more finish; a running Task does not count, and the older
 /// ones go with their objects.
-pub async fn retention_keeps_newest(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+pub async fn retention_keeps_newest(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let deleted = |f: &[openmetrics::Family]| {
+        openmetrics::value(f, "longtask_tasks_deleted_total", &[("rule", "keep")])
+    };
+    let pod = leader_pod(&c).await?;
+    let before = deleted(&scrape(&c, &pod).await?);
     ns.k(&[
         "annotate",
         "namespace",
@@ -129,6 +136,11 @@ pub async fn retention_keeps_newest(_c: Arc<Cluster>, ns: TestNs) -> Result<()> 
         .filter_map(|t| t.metadata.name)
         .collect();
     ensure!(left == ["k4", "k5", "slow"], "Tasks left: {left:?}");
+    let after = deleted(&scrape(&c, &pod).await?);
+    ensure!(
+        after >= before + 3.0,
+        "longtask_tasks_deleted_total{{rule=keep}} {before} -> {after}, want 3 more"
+    );
     ns.k(&["delete", "task", "slow", "--wait=false"])?;
     Ok(())
 }
