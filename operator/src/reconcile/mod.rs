@@ -124,9 +124,10 @@ async fn settle(ctx: &Context, task: &Task, now: Time) -> Result<Action, Error> 
     }
     // Retention: deleted now, or looked at again when its time comes.
     match retain::finished(ctx, task, &now).await? {
-        None => Ok(Action::await_change()),
-        Some(Some(wake)) => Ok(Action::requeue(wake + Duration::from_secs(1))),
-        Some(None) => {
+        retain::Kept::Deleted => Ok(Action::await_change()),
+        // A second late rather than early: the time has passed by then.
+        retain::Kept::Until(Some(wake)) => Ok(Action::requeue(wake + Duration::from_secs(1))),
+        retain::Kept::Until(None) => {
             debug!("terminal; nothing to do");
             Ok(Action::await_change())
         }

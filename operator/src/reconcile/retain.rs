@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use crds::Task;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use tracing::warn;
@@ -29,19 +30,24 @@ pub fn policy(ctx: &Context, namespace: &str) -> Policy {
     )
 }
 
-/// What becomes of the finished `task`: deleted now (`None`), or looked at
-/// again after the returned time (`Some(None)`: only on a change).
-pub async fn finished(
-    ctx: &Context,
-    task: &Task,
-    now: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
-) -> Result<Option<Option<Duration>>, Error> {
+/// What retention did with a finished Task.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// It was deleted (or was already gone).
+    Deleted,
+    /// It stays; look again after this long, when its time comes (`None`:
+    /// no time applies).
+    Until(Option<Duration>),
+}
+
+/// Deletes the finished `task` if retention says so at `now`.
+pub async fn finished(ctx: &Context, task: &Task, now: &Time) -> Result<Kept, Error> {
     let namespace = task.namespace().unwrap_or_default();
     let policy = policy(ctx, &namespace);
     let wake = match retention::due(task, policy, now) {
         Due::Now => {
             api::delete_task(ctx, task, "after", &retention::why_due(task, policy)).await?;
-            return Ok(None);
+            return Ok(Kept::Deleted);
         }
         Due::In(d) => Some(d),
         Due::Never => None,
@@ -59,10 +65,10 @@ pub async fn finished(
             .any(|t| t.metadata.uid.as_deref() == uid)
         {
             api::delete_task(ctx, task, "keep", &kept_why(keep)).await?;
-            return Ok(None);
+            return Ok(Kept::Deleted);
         }
     }
-    Ok(Some(wake))
+    Ok(Kept::Until(wake))
 }
 
 fn kept_why(keep: u32) -> String {
