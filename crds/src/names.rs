@@ -18,6 +18,11 @@ pub const SHORT_NAME: &str = "lt";
 /// controller copies it into a label value, which is limited to 63 characters.
 pub const MAX_NAME_LEN: usize = 63;
 
+/// Namespaces where no Task runs and the operator writes nothing but a
+/// Task's status and Events (the admission policy
+/// `longtask-operator-system-namespaces` refuses the rest).
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
 /// Field manager of every write the operator makes.
 pub const OPERATOR_FIELD_MANAGER: &str = "longtask.dev/operator";
 /// Field manager of the worker's result ConfigMap writes.

@@ -25,6 +25,7 @@ pub fn policy(ctx: &Context, namespace: &str) -> Policy {
         .namespaces()
         .and_then(|s| s.get(&ObjectRef::new(namespace)));
     retention::policy(
+        namespace,
         ns.as_ref().and_then(|n| n.metadata.annotations.as_ref()),
         ctx.config.retention,
     )

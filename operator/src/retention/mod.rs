@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crds::Task;
-use crds::names::annotations;
+use crds::names::{SYSTEM_NAMESPACES, annotations};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 #[cfg(test)]
@@ -38,10 +38,20 @@ pub struct Policy {
     pub keep: Option<u32>,
 }
 
-/// The namespace's policy: its annotations (`None` when unknown, e.g. a
-/// namespaced install reads no Namespace) over the operator's defaults. An
-/// annotation that is not a number is ignored (the default applies).
-pub fn policy(ns_annotations: Option<&BTreeMap<String, String>>, defaults: Defaults) -> Policy {
+/// The policy of `namespace`: its annotations (`None` when unknown, e.g.
+/// a namespaced install reads no Namespace) over the operator's defaults.
+/// An annotation that is not a number is ignored (the default applies).
+/// None in the system namespaces, where the operator deletes nothing (the
+/// admission policy longtask-operator-system-namespaces refuses it there,
+/// and a Task there only ever fails InvalidSpec).
+pub fn policy(
+    namespace: &str,
+    ns_annotations: Option<&BTreeMap<String, String>>,
+    defaults: Defaults,
+) -> Policy {
+    if SYSTEM_NAMESPACES.contains(&namespace) {
+        return Policy::default();
+    }
     let get = |key: &str| {
         ns_annotations
             .and_then(|a| a.get(key))

@@ -74,7 +74,20 @@ fn policy_table() {
         ),
     ];
     for (i, (annotations, defaults, want)) in cases.into_iter().enumerate() {
-        assert_eq!(policy(annotations.as_ref(), defaults), want, "case {i}");
+        assert_eq!(
+            policy("team-a", annotations.as_ref(), defaults),
+            want,
+            "case {i}"
+        );
+    }
+    // The operator deletes nothing in the system namespaces, whatever is set.
+    let set = ns(&[("longtask.dev/keep-finished", "0")]);
+    for system in ["kube-system", "kube-public", "kube-node-lease"] {
+        assert_eq!(
+            policy(system, Some(&set), flags),
+            Policy::default(),
+            "{system}"
+        );
     }
 }
 
