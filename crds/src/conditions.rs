@@ -72,6 +72,9 @@ pub enum Reason {
     DeadlineExceeded,
     /// Every attempt failed (`spec.retries` exhausted).
     BackoffLimitExceeded,
+    /// The program exited with a code listed in `spec.failOnExitCodes`: the
+    /// Task failed at once, without using a retry.
+    FailOnExitCode,
     /// The Job failed for another reason reported by the Job controller.
     JobFailed,
     /// The Job finished but no result from this Task's current Job exists.
@@ -133,6 +136,7 @@ pub mod reasons {
     pub const NOT_WAITING: &str = Reason::NotWaiting.as_str();
     pub const DEADLINE_EXCEEDED: &str = Reason::DeadlineExceeded.as_str();
     pub const BACKOFF_LIMIT_EXCEEDED: &str = Reason::BackoffLimitExceeded.as_str();
+    pub const FAIL_ON_EXIT_CODE: &str = Reason::FailOnExitCode.as_str();
     pub const JOB_FAILED: &str = Reason::JobFailed.as_str();
     pub const RESULT_MISSING: &str = Reason::ResultMissing.as_str();
     pub const RESULT_TOO_LARGE: &str = Reason::ResultTooLarge.as_str();

@@ -13,7 +13,9 @@ pub mod task;
 
 pub use conditions::{ConditionType, Reason};
 pub use pod::{PodMetadata, PodTemplate, PullPolicy};
-pub use task::{Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus};
+pub use task::{
+    Disruption, Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus,
+};
 
 use kube::CustomResourceExt;
 

@@ -18,6 +18,11 @@ pub const SHORT_NAME: &str = "lt";
 /// controller copies it into a label value, which is limited to 63 characters.
 pub const MAX_NAME_LEN: usize = 63;
 
+/// Namespaces where no Task runs and the operator writes nothing but a
+/// Task's status and Events (the admission policy
+/// `longtask-operator-system-namespaces` refuses the rest).
+pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+
 /// Field manager of every write the operator makes.
 pub const OPERATOR_FIELD_MANAGER: &str = "longtask.dev/operator";
 /// Field manager of the worker's result ConfigMap writes.
@@ -85,6 +90,12 @@ pub mod annotations {
     pub const WRITER_POD_UID: &str = "longtask.dev/writer-pod-uid";
     /// On a Namespace: at most this many of its Tasks have a Job at once.
     pub const MAX_ACTIVE_TASKS: &str = "longtask.dev/max-active-tasks";
+    /// On a Namespace: seconds after a Task finishes before it is deleted,
+    /// for its Tasks without `spec.deleteAfterSeconds`.
+    pub const DELETE_FINISHED_AFTER: &str = "longtask.dev/delete-finished-after";
+    /// On a Namespace: keep only this many finished Tasks (the newest by
+    /// finish time); older ones are deleted with their Jobs, pods and results.
+    pub const KEEP_FINISHED: &str = "longtask.dev/keep-finished";
     /// On an Indexed Job's pods (set by the Job controller): the completion index.
     pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
     /// Annotations with this prefix on a Task (Kueue's, e.g.

@@ -78,3 +78,10 @@ pub fn shard_names() -> Rule {
     )
     .message("metadata.name of a sharded Task may hold only lowercase letters, digits and '-' (no '.'), and <name>-<shards - 1> must fit in 63 characters (a name of at most 61 characters for up to 10 shards, 60 for 100, 59 for 1000): each shard pod takes the host name <name>-<index>")
 }
+
+/// Every entry of an exit-code list (`spec.failOnExitCodes`) is 0 to 255.
+pub fn exit_codes_in_range() -> Rule {
+    Rule::new("self.all(c, c >= 0 && c <= 255)").message(
+        "spec.failOnExitCodes: exit codes are 1 to 255 (128+N for a program killed by signal N)",
+    )
+}

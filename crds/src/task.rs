@@ -42,7 +42,7 @@ use crate::pod::{PodTemplate, PullPolicy};
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
 #[x_kube(
-    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate))").message("spec is immutable: delete the Task and create it again to run it again"),
+    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.failOnExitCodes) ? has(oldSelf.failOnExitCodes) && self.failOnExitCodes == oldSelf.failOnExitCodes : !has(oldSelf.failOnExitCodes)) && (has(self.deleteAfterSeconds) ? has(oldSelf.deleteAfterSeconds) && self.deleteAfterSeconds == oldSelf.deleteAfterSeconds : !has(oldSelf.deleteAfterSeconds)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate))").message("spec is immutable: delete the Task and create it again to run it again"),
     validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true"),
     validation = Rule::new("!has(self.parallelism) || self.parallelism <= self.shards").message("spec.parallelism must not exceed spec.shards"),
     validation = Rule::new("!has(self.imagePullPolicy) || has(self.image)").message("spec.imagePullPolicy applies to spec.image: set spec.image too, or leave imagePullPolicy out")
@@ -175,6 +175,25 @@ pub struct TaskSpec {
     #[schemars(range(min = 0, max = crate::bounds::MAX_RETRIES))]
     pub retries: i32,
 
+    /// Exit codes of the program that fail the Task at once, without using
+    /// a retry: for errors that running again cannot fix (bad input, a
+    /// missing file). The Task then fails with reason FailOnExitCode, its
+    /// message naming the exit code and this field; other non-zero exit
+    /// codes are retried as `retries` allows. For a sharded Task the shard
+    /// that exits so fails at once and the others run on. Each code 1 to
+    /// 255 (128+N for a program killed by signal N), at most once; 0
+    /// (success) is not allowed. A pod stopped by a disruption (preemption,
+    /// eviction, node drain) never counts as failed, whatever its exit
+    /// code. Default: none (every failure is retried).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    // A set: the API server refuses a code listed twice ("Duplicate value").
+    #[schemars(length(max = 255), extend("x-kubernetes-list-type" = "set"))]
+    #[x_kube(
+        validation = Rule::new("self.all(c, c != 0)").message("spec.failOnExitCodes: 0 means success and cannot fail a Task: list non-zero exit codes"),
+        validation = crate::rules::exit_codes_in_range()
+    )]
+    pub fail_on_exit_codes: Vec<i32>,
+
     /// Seconds after the Task finishes before its Job and pods are deleted
     /// (the Job's ttlSecondsAfterFinished); the Task keeps its result and
     /// status. At least 0. Default: the Job and pods stay until the Task is
@@ -182,6 +201,16 @@ pub struct TaskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub ttl_seconds_after_finished: Option<i32>,
+
+    /// Seconds after the Task finishes (Completed or Failed) before the
+    /// Task itself is deleted, and with it its Job, pods and result
+    /// ConfigMaps. At least 0. Default: the namespace annotation
+    /// longtask.dev/delete-finished-after (seconds), else the operator's
+    /// --delete-finished-after, else never (the Task stays until you delete
+    /// it). See also the namespace annotation longtask.dev/keep-finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub delete_after_seconds: Option<i64>,
 
     /// Set to true to cancel the Task: its pod gets SIGTERM (passed on to
     /// the program, which may still write a partial result) and the Task
@@ -245,7 +274,9 @@ impl Default for TaskSpec {
             timeout_seconds: None,
             start_timeout_seconds: None,
             retries: 0,
+            fail_on_exit_codes: Vec::new(),
             ttl_seconds_after_finished: None,
+            delete_after_seconds: None,
             cancel: false,
             priority: 0,
             shards: 1,
@@ -299,6 +330,23 @@ pub struct TaskStatus {
     /// Pods started so far (the first run plus retries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<i32>,
+
+    /// Pods of this Task stopped by a disruption: preemption, eviction
+    /// (the Eviction API, a node drain) or the node's shutdown, as their
+    /// DisruptionTarget condition says. Each ran again in a new pod without
+    /// using a retry and without counting as an attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disruptions: Option<i32>,
+
+    /// The newest disruption (see `disruptions`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_disruption: Option<Disruption>,
+
+    /// UIDs of the disrupted pods that still existed when the status was
+    /// last written, so that each disruption is counted once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 1000))]
+    pub disrupted_pods: Vec<String>,
 
     /// Exit code of the program's last run (128+N when killed by signal N).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -386,6 +434,24 @@ pub struct TaskProgress {
     /// with rising percent exist.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eta: Option<Time>,
+}
+
+/// One pod stopped by a disruption.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Disruption {
+    /// The pod's name.
+    pub pod: String,
+    /// The reason of its DisruptionTarget condition: EvictionByEvictionAPI,
+    /// PreemptionByScheduler, DeletionByTaintManager, TerminationByKubelet,
+    /// DeletionByPodGC.
+    pub reason: String,
+    /// The message of that condition.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub message: String,
+    /// When the condition was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<Time>,
 }
 
 /// Shard counts of a sharded Task.

@@ -31,6 +31,8 @@ pub struct Config {
     pub backoff_base: Duration,
     /// Longest retry delay after failed reconciles.
     pub backoff_max: Duration,
+    /// Retention defaults (`--delete-finished-after`, `--keep-finished`).
+    pub retention: crate::retention::Defaults,
 }
 
 impl Config {
@@ -45,6 +47,7 @@ impl Config {
             queued_requeue: Duration::from_secs(2),
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
+            retention: crate::retention::Defaults::default(),
         }
     }
 }

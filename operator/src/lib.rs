@@ -6,6 +6,7 @@
 //!   status write; the API calls and their errors; the pure Job builder.
 //! - [`status`]: pure; what the cluster shows → the status a Task should
 //!   have (observed facts, shards, progress, conditions, Events).
+//! - [`retention`]: pure; which finished Tasks are deleted, and when.
 //! - [`queue`]: pure; the order Tasks start in under the caps, and the
 //!   caches it is computed from.
 //! - [`ha`]: leader election (pure decisions, and the elector that calls
@@ -19,6 +20,7 @@ pub mod controller;
 pub mod ha;
 pub mod queue;
 pub mod reconcile;
+pub mod retention;
 pub mod status;
 pub mod telemetry;
 

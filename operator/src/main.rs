@@ -16,6 +16,7 @@ use longtask_operator::context::{Backoff, Config, Context, WorkerRbac};
 use longtask_operator::controller;
 use longtask_operator::ha::{elector, lease};
 use longtask_operator::queue::Queue;
+use longtask_operator::retention::Defaults;
 use longtask_operator::telemetry::metrics::Metrics;
 use longtask_operator::telemetry::server;
 
@@ -61,6 +62,18 @@ struct Cli {
     /// its own limit with the annotation longtask.dev/max-active-tasks.
     #[arg(long, env = env::MAX_ACTIVE_TASKS)]
     max_active_tasks: Option<u32>,
+    /// Delete a finished Task (with its Job, pods and result ConfigMaps)
+    /// this many seconds after it finished, unless its spec.deleteAfterSeconds
+    /// or its namespace's annotation longtask.dev/delete-finished-after says
+    /// otherwise (default: keep finished Tasks).
+    #[arg(long, env = "LONGTASK_DELETE_FINISHED_AFTER")]
+    delete_finished_after: Option<u64>,
+    /// Keep only the newest this many finished Tasks per namespace (by finish
+    /// time), deleting older ones with their Jobs, pods and result
+    /// ConfigMaps, unless the namespace's annotation longtask.dev/keep-finished
+    /// says otherwise (default: keep them all).
+    #[arg(long, env = "LONGTASK_KEEP_FINISHED")]
+    keep_finished: Option<u32>,
     /// Name of this operator instance in Events and in the Lease (the pod name).
     #[arg(long, env = "POD_NAME")]
     instance: Option<String>,
@@ -146,12 +159,19 @@ fn context(cli: &Cli, client: &Client) -> Arc<Context> {
         controller: "longtask-operator".to_owned(),
         instance: cli.instance.clone(),
     };
-    Arc::new(Context {
-        client: client.clone(),
-        config: Config::new(
+    let config = Config {
+        retention: Defaults {
+            delete_after: cli.delete_finished_after,
+            keep: cli.keep_finished,
+        },
+        ..Config::new(
             cli.worker_image.clone().unwrap_or_default(),
             Duration::from_secs(cli.api_timeout_seconds.max(1)),
-        ),
+        )
+    };
+    Arc::new(Context {
+        client: client.clone(),
+        config,
         recorder: Recorder::new(client.clone(), reporter),
         metrics: Arc::new(Metrics::new()),
         backoff: Backoff::default(),

@@ -34,13 +34,16 @@ pub fn job_key(job: &Job) -> Option<u64> {
 }
 
 /// What of a pod the status reads: why it cannot start, whether it is
-/// still live, its exit code. `None` for a live pod with nothing to say.
+/// still live, its exit code, whether it is disrupted. `None` for a live pod with nothing to say.
 pub fn pod_key(pod: &Pod) -> Option<u64> {
     let waiting = observe::waiting(pod);
     let done = observe::live_pods(std::slice::from_ref(pod)) == 0;
     let exit = observe::exit_code(pod);
-    let quiet = waiting.is_none() && !done && exit.is_none();
-    (!quiet).then(|| hash(&(waiting, done, exit)))
+    // A disruption is counted from the pod while it still exists: wake
+    // the Task as soon as the condition is set.
+    let disrupted = crate::status::disruptions::condition(pod).is_some();
+    let quiet = waiting.is_none() && !done && exit.is_none() && !disrupted;
+    (!quiet).then(|| hash(&(waiting, done, exit, disrupted)))
 }
 
 fn hash<T: Hash>(t: &T) -> u64 {
@@ -147,5 +150,23 @@ mod tests {
         });
         assert_ne!(job_key(&j), active);
         assert_eq!(pod_key(&Pod::default()), None);
+    }
+
+    #[test]
+    fn a_disruption_wakes_the_task() {
+        use crate::fixtures::PodFixture;
+        let quiet = PodFixture::new("p").build();
+        assert_eq!(pod_key(&quiet), None);
+        let evicted = PodFixture::new("p")
+            .disrupted("EvictionByEvictionAPI", 5)
+            .build();
+        assert!(pod_key(&evicted).is_some());
+        // Once it stopped, it still differs from a plain failed pod.
+        let failed = PodFixture::new("p").exited(143).build();
+        let evicted_failed = PodFixture::new("p")
+            .exited(143)
+            .disrupted("EvictionByEvictionAPI", 5)
+            .build();
+        assert_ne!(pod_key(&failed), pod_key(&evicted_failed));
     }
 }

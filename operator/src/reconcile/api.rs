@@ -10,7 +10,8 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use kube::api::{
-    ApiResource, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams, PostParams,
+    ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
+    PostParams, Preconditions,
 };
 use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
@@ -132,6 +133,13 @@ pub enum ApiError {
         #[source]
         source: CallError,
     },
+    #[error("cannot delete finished Task {namespace}/{name}")]
+    DeleteTask {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
     #[error("cannot patch status of Task {namespace}/{name}")]
     PatchStatus {
         namespace: String,
@@ -240,6 +248,41 @@ pub async fn create_job(ctx: &Context, job: &Job) -> Result<Job, ApiError> {
             }
             Err(err(e))
         }
+    }
+}
+
+/// Deletes the finished Task `task` (fenced by UID: never a Task made
+/// again under its name) in the background: the garbage collector then
+/// removes its Job, pods and result ConfigMaps, which it owns. A Task
+/// already gone, or replaced, is no error.
+pub async fn delete_task(
+    ctx: &Context,
+    task: &Task,
+    rule: &'static str,
+    why: &str,
+) -> Result<(), ApiError> {
+    let namespace = task.namespace().unwrap_or_default();
+    let name = task.name_any();
+    let api: Api<Task> = Api::namespaced(ctx.client.clone(), &namespace);
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: task.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    };
+    match call(ctx, "delete", api.delete(&name, &dp)).await {
+        Ok(_) => {
+            info!(namespace = %namespace, task = %name, why, "deleted finished Task");
+            ctx.metrics.task_deleted(rule);
+            Ok(())
+        }
+        Err(e) if matches!(e.code(), Some(404 | 409)) => Ok(()),
+        Err(source) => Err(ApiError::DeleteTask {
+            namespace,
+            name,
+            source,
+        }),
     }
 }
 

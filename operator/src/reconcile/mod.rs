@@ -24,6 +24,7 @@ pub mod identity;
 pub mod plan;
 pub mod pod;
 pub mod read;
+pub mod retain;
 pub mod shape;
 #[cfg(test)]
 mod tests;
@@ -95,9 +96,15 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
             }
         },
     };
+    let ended = desired.status.clone();
     let written = write::status(ctx, task, desired.status).await?;
     if written == (Written::Patched { ended: true }) {
         effects::after_end(ctx, task).await;
+        let ended = Task {
+            status: Some(ended),
+            ..task.clone()
+        };
+        retain::prune(ctx, &ended).await;
     }
     Ok(action(ctx, desired.next, written))
 }
@@ -110,13 +117,21 @@ async fn settle(ctx: &Context, task: &Task, now: Time) -> Result<Action, Error> 
     if !status::conditions_agree(task.status.as_ref().unwrap_or(&TaskStatus::default())) {
         let id = build::identity(task)?;
         if let Some(full) = api::get_task(ctx, id.namespace, id.name).await?
-            && let Some(settled) = status::settled(&full, now)
+            && let Some(settled) = status::settled(&full, now.clone())
         {
             write::status(ctx, &full, settled).await?;
         }
     }
-    debug!("terminal; nothing to do");
-    Ok(Action::await_change())
+    // Retention: deleted now, or looked at again when its time comes.
+    match retain::finished(ctx, task, &now).await? {
+        retain::Kept::Deleted => Ok(Action::await_change()),
+        // A second late rather than early: the time has passed by then.
+        retain::Kept::Until(Some(wake)) => Ok(Action::requeue(wake + Duration::from_secs(1))),
+        retain::Kept::Until(None) => {
+            debug!("terminal; nothing to do");
+            Ok(Action::await_change())
+        }
+    }
 }
 
 fn action(ctx: &Context, next: Next, written: Written) -> Action {

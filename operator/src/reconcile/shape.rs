@@ -3,9 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use crds::names::{annotations, env, labels};
+use crds::names::{self, annotations, env, labels};
 use crds::{Task, TaskSpec};
-use k8s_openapi::api::batch::v1::JobSpec;
+use k8s_openapi::api::batch::v1::{
+    JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
+};
 use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, ObjectFieldSelector};
 
 /// Completions, parallelism and retries (the template is filled in by the caller).
@@ -20,6 +23,7 @@ pub fn job_spec(spec: &TaskSpec) -> JobSpec {
             completions: Some(1),
             parallelism: Some(1),
             pod_replacement_policy,
+            pod_failure_policy: Some(pod_failure_policy(spec)),
             ..JobSpec::default()
         };
     }
@@ -31,8 +35,46 @@ pub fn job_spec(spec: &TaskSpec) -> JobSpec {
         // others carry on, and the Job then fails with FailedIndexes.
         backoff_limit_per_index: Some(spec.retries),
         pod_replacement_policy,
+        pod_failure_policy: Some(pod_failure_policy(spec)),
         ..JobSpec::default()
     }
+}
+
+/// The Job's podFailurePolicy: first, a pod stopped by a disruption
+/// (preemption, eviction, node drain: condition DisruptionTarget) is
+/// ignored, so it runs again without using a retry; then an exit code of
+/// the worker container listed in `spec.failOnExitCodes` fails the Job (a
+/// sharded Task's index) at once. Everything else counts against the retries.
+pub fn pod_failure_policy(spec: &TaskSpec) -> PodFailurePolicy {
+    let mut rules = vec![PodFailurePolicyRule {
+        action: "Ignore".to_owned(),
+        on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+            type_: "DisruptionTarget".to_owned(),
+            status: Some("True".to_owned()),
+        }]),
+        on_exit_codes: None,
+    }];
+    if !spec.fail_on_exit_codes.is_empty() {
+        // The Job API wants the values sorted and unique.
+        let mut codes = spec.fail_on_exit_codes.clone();
+        codes.sort_unstable();
+        codes.dedup();
+        let action = if spec.is_sharded() {
+            "FailIndex"
+        } else {
+            "FailJob"
+        };
+        rules.push(PodFailurePolicyRule {
+            action: action.to_owned(),
+            on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                container_name: Some(names::WORKER_CONTAINER.to_owned()),
+                operator: "In".to_owned(),
+                values: codes,
+            }),
+            on_pod_conditions: None,
+        });
+    }
+    PodFailurePolicy { rules }
 }
 
 /// The Task's link labels plus its `kueue.x-k8s.io/` labels (queue name,
@@ -141,6 +183,64 @@ mod tests {
         let t = Task::test().sharded(12);
         let s = build::job(&t, "w").unwrap().spec.unwrap();
         assert_eq!(s.parallelism, Some(12));
+    }
+
+    /// (task, rules as (action, what they match)).
+    #[test]
+    fn failure_policy_table() {
+        let ignore = ("Ignore", "DisruptionTarget=True".to_owned());
+        let cases: Vec<(Task, Vec<(&str, String)>)> = vec![
+            (Task::test(), vec![ignore.clone()]),
+            (
+                Task::test().fail_on(&[78, 2, 64]),
+                vec![
+                    ignore.clone(),
+                    ("FailJob", "worker In [2, 64, 78]".to_owned()),
+                ],
+            ),
+            (
+                Task::test().sharded(3).fail_on(&[5]),
+                vec![ignore.clone(), ("FailIndex", "worker In [5]".to_owned())],
+            ),
+            (Task::test().sharded(3), vec![ignore.clone()]),
+        ];
+        for (i, (task, want)) in cases.into_iter().enumerate() {
+            let s = build::job(&task, "w").unwrap().spec.unwrap();
+            let got: Vec<(&str, String)> = s
+                .pod_failure_policy
+                .as_ref()
+                .unwrap()
+                .rules
+                .iter()
+                .map(|r| {
+                    let what = match (&r.on_pod_conditions, &r.on_exit_codes) {
+                        (Some(c), None) => c
+                            .iter()
+                            .map(|p| format!("{}={}", p.type_, p.status.as_deref().unwrap_or("")))
+                            .collect::<Vec<_>>()
+                            .join(","),
+                        (None, Some(e)) => format!(
+                            "{} {} {:?}",
+                            e.container_name.as_deref().unwrap_or("*"),
+                            e.operator,
+                            e.values
+                        ),
+                        _ => "both or neither".to_owned(),
+                    };
+                    (r.action.as_str(), what)
+                })
+                .collect();
+            assert_eq!(got, want, "case {i}");
+            // podFailurePolicy needs these; the Job API refuses it otherwise.
+            assert_eq!(
+                s.pod_replacement_policy.as_deref(),
+                Some("Failed"),
+                "case {i}"
+            );
+            let pod = s.template.spec.unwrap();
+            assert_eq!(pod.restart_policy.as_deref(), Some("Never"), "case {i}");
+            assert_eq!(pod.containers[0].name, names::WORKER_CONTAINER, "case {i}");
+        }
     }
 
     #[test]

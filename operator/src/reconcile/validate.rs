@@ -7,12 +7,12 @@ use crds::Task;
 use crds::bounds::{MAX_ENV_NAME_LEN, MAX_RETRIES, MAX_SHARDS};
 use crds::names::{MAX_NAME_LEN, env};
 
-/// Namespaces where no Task runs. The operator's ClusterRole would let it
-/// create Jobs there (RBAC cannot leave namespaces out); the admission
-/// policy `longtask-operator-system-namespaces` refuses those writes, and
-/// this check gives such a Task a terminal status instead of retrying
-/// refused calls for ever.
-pub const SYSTEM_NAMESPACES: [&str; 3] = ["kube-system", "kube-public", "kube-node-lease"];
+// Namespaces where no Task runs. The operator's ClusterRole would let it
+// create Jobs there (RBAC cannot leave namespaces out); the admission
+// policy `longtask-operator-system-namespaces` refuses those writes, and
+// this check gives such a Task a terminal status instead of retrying
+// refused calls for ever.
+pub use crds::names::SYSTEM_NAMESPACES;
 
 /// `Ok` or a message naming the offending field.
 pub fn validate(task: &Task) -> Result<(), String> {

@@ -24,6 +24,9 @@ pub enum EventReason {
     Waiting,
     /// A new attempt started after a failed one.
     Retrying,
+    /// A pod was stopped by a disruption (preemption, eviction, node
+    /// drain) and runs again without using a retry.
+    Disrupted,
     /// The Task completed.
     Completed,
     /// The Task failed (the message starts with the status reason).
@@ -51,6 +54,7 @@ pub mod reason {
     pub const STARTED: EventReason = EventReason::Started;
     pub const WAITING: EventReason = EventReason::Waiting;
     pub const RETRYING: EventReason = EventReason::Retrying;
+    pub const DISRUPTED: EventReason = EventReason::Disrupted;
     pub const COMPLETED: EventReason = EventReason::Completed;
     pub const FAILED: EventReason = EventReason::Failed;
     pub const CANCELLED: EventReason = EventReason::Cancelled;
@@ -73,6 +77,7 @@ pub fn transitions(prev: Option<&TaskStatus>, next: &TaskStatus) -> Vec<Note> {
             format!("Job {job} runs the program"),
         ));
     }
+    out.extend(disrupted(prev, next));
     let reason_changed = prev.reason != next.reason;
     let known = next.known_reason();
     match next.phase {
@@ -128,6 +133,30 @@ fn running(prev: &TaskStatus, next: &TaskStatus, msg: &str) -> Vec<Note> {
         ));
     }
     out
+}
+
+/// The Event of new disruptions: the newest, and how many so far.
+fn disrupted(prev: &TaskStatus, next: &TaskStatus) -> Option<Note> {
+    let (before, now) = (prev.disruptions.unwrap_or(0), next.disruptions.unwrap_or(0));
+    if now <= before {
+        return None;
+    }
+    let what = next.last_disruption.as_ref().map_or_else(
+        || "a pod was disrupted".to_owned(),
+        crate::status::disruptions::describe,
+    );
+    let more = match now - before {
+        1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    Some(note(
+        false,
+        EventReason::Disrupted,
+        "ReplacePod",
+        format!(
+            "{what}{more}; it runs again in a new pod without using a retry (disruptions so far: {now})"
+        ),
+    ))
 }
 
 /// A [`Note`] from its parts.
@@ -200,6 +229,36 @@ mod tests {
                 Some(st(Some(Phase::Completed), Some(Reason::Succeeded), 1)),
                 st(Some(Phase::Completed), Some(Reason::Succeeded), 1),
                 vec![],
+            ),
+            (
+                Some(running.clone()),
+                TaskStatus {
+                    disruptions: Some(1),
+                    ..running.clone()
+                },
+                vec![EventReason::Disrupted],
+            ),
+            (
+                Some(TaskStatus {
+                    disruptions: Some(1),
+                    ..running.clone()
+                }),
+                TaskStatus {
+                    disruptions: Some(1),
+                    ..running.clone()
+                },
+                vec![],
+            ),
+            (
+                Some(TaskStatus {
+                    disruptions: Some(1),
+                    ..running.clone()
+                }),
+                TaskStatus {
+                    disruptions: Some(2),
+                    ..st(Some(Phase::Completed), Some(Reason::Succeeded), 1)
+                },
+                vec![EventReason::Disrupted, EventReason::Completed],
             ),
             (
                 None,

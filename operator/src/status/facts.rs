@@ -8,6 +8,7 @@ use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 
+use crate::status::disruptions::{self, Tally};
 use crate::status::observe::Observed;
 use crate::status::observe::{self, Finish};
 use crate::status::{kueue, progress};
@@ -27,6 +28,8 @@ pub struct Facts {
     pub started_at: Option<Time>,
     pub completed_at: Option<Time>,
     pub attempts: Option<i32>,
+    /// Pods stopped by a disruption, counted once each.
+    pub disruptions: Tally,
     /// sha256 of the accepted result, and the program's last output lines.
     pub result_digest: Option<String>,
     pub log_tail: Option<String>,
@@ -52,6 +55,7 @@ pub fn carry(prev: &TaskStatus) -> Facts {
         started_at: prev.started_at.clone(),
         completed_at: prev.completed_at.clone(),
         attempts: prev.attempts,
+        disruptions: disruptions::carried(prev),
         waiting: None,
         wake_in: None,
         result_digest: prev.result_digest.clone(),
@@ -171,6 +175,13 @@ fn lost_failed(
 /// once `spec.timeoutSeconds` had passed since the start) or else by running
 /// out of retries.
 fn lost_failure(task: &Task, prev: &TaskStatus, r: &TaskResult) -> (Reason, String) {
+    if task.spec.fail_on_exit_codes.contains(&r.exit_code) {
+        let attempts = prev.attempts.unwrap_or(1).max(1);
+        return (
+            Reason::FailOnExitCode,
+            fail_on_exit_code_message(task, Some(r.exit_code), attempts),
+        );
+    }
     let code = observe::describe_exit(Some(r.exit_code));
     let killed = matches!(r.exit_code, 137 | 143);
     let ran = match (&prev.started_at, r.finished_at.parse::<Timestamp>()) {
@@ -227,7 +238,11 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
         completed_at,
         ..base
     };
-    if failed {
+    if failed && task.spec.cancel && cond.reason.as_deref() == Some("PodFailurePolicy") {
+        // The cancel's SIGTERM ended the program with a code the Task
+        // lists (e.g. 143): the Task was cancelled, whatever the policy says.
+        cancelled(None, obs, accepted, base)
+    } else if failed {
         job_failed(task, cond, accepted, obs, base)
     } else {
         succeeded(accepted, base)
@@ -259,7 +274,11 @@ fn record(task_uid: &str, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> F
             .clone()
             .or(st.start_time.clone())
             .or_else(|| Some(obs.now.clone())),
+        // The Job controller counts no failure its podFailurePolicy
+        // ignores (a disruption), so a disrupted pod's replacement is no
+        // new attempt: it takes the disrupted pod's place in `active`.
         attempts: Some(counted.max(first).max(prev.attempts.unwrap_or(0))),
+        disruptions: disruptions::tally(prev, obs.pods),
         exit_code: observe::last_exit_code(obs.pods).or(prev.exit_code),
         progress: progress::from_config_map(obs.result, task_uid, &job_uid)
             .or_else(|| prev.progress.clone()),
@@ -346,14 +365,22 @@ fn job_failed(
     obs: &Observed<'_>,
     base: Facts,
 ) -> Facts {
-    let reason = observe::failure_reason(cond.reason.as_deref());
+    let reason = observe::failure_reason(
+        cond.reason.as_deref(),
+        !task.spec.fail_on_exit_codes.is_empty(),
+    );
     let (result, worker_msg, exit_code) = match &accepted {
         Ok(r) => (
             (!r.too_large()).then(|| r.text()),
             r.message.clone(),
             Some(r.exit_code),
         ),
-        Err(_) => (None, String::new(), base.exit_code),
+        Err(_) => (
+            None,
+            String::new(),
+            base.exit_code
+                .or_else(|| policy_exit_code(cond.message.as_deref())),
+        ),
     };
     let mut code = observe::describe_exit(exit_code);
     if accepted.is_err()
@@ -373,6 +400,7 @@ fn job_failed(
             "the program failed on all {attempts} attempts (spec.retries: {}); last exit code {code}",
             task.spec.retries
         ),
+        Reason::FailOnExitCode => fail_on_exit_code_message(task, exit_code, attempts),
         _ => format!(
             "the Job failed ({}): {}; last exit code {code}",
             cond.reason.as_deref().unwrap_or("no reason"),
@@ -393,6 +421,25 @@ fn job_failed(
         result,
         ..base
     }
+}
+
+/// What a Task failed by `spec.failOnExitCodes` says: the exit code, the
+/// rule, and that no retry was used.
+pub fn fail_on_exit_code_message(task: &Task, exit_code: Option<i32>, attempts: i32) -> String {
+    format!(
+        "the program exited with code {}, which spec.failOnExitCodes lists: failed at once \
+         without retrying (attempt {attempts}; spec.retries: {})",
+        observe::describe_exit(exit_code),
+        task.spec.retries
+    )
+}
+
+/// The exit code in the Job controller's podFailurePolicy message
+/// ("Container worker for pod ns/p failed with exit code 3 matching FailJob
+/// rule at index 1"), for when neither a result nor a pod says it.
+fn policy_exit_code(message: Option<&str>) -> Option<i32> {
+    let rest = message?.split_once("with exit code ")?.1;
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// `spec.cancel` on an unfinished Job: Running until the Job is suspended

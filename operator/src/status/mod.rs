@@ -11,6 +11,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 pub mod conditions;
+pub mod disruptions;
 pub mod events;
 pub mod facts;
 pub mod kueue;
@@ -290,6 +291,9 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         started_at: f.started_at,
         completed_at: f.completed_at,
         attempts: f.attempts,
+        disruptions: f.disruptions.count,
+        last_disruption: f.disruptions.last,
+        disrupted_pods: f.disruptions.pods,
         shards: f.shards,
         shard_results: f.shard_results,
         shard_results_truncated: f.shard_results_truncated.then_some(true),

@@ -104,11 +104,15 @@ pub fn untouched(job: &Job) -> bool {
     })
 }
 
-/// Maps a Job controller failure reason onto our vocabulary.
-pub fn failure_reason(job_reason: Option<&str>) -> Reason {
+/// Maps a Job controller failure reason onto our vocabulary;
+/// `fail_on_codes` is true when the Task lists `spec.failOnExitCodes`.
+pub fn failure_reason(job_reason: Option<&str>, fail_on_codes: bool) -> Reason {
     match job_reason {
         Some("DeadlineExceeded") => Reason::DeadlineExceeded,
         Some("BackoffLimitExceeded") => Reason::BackoffLimitExceeded,
+        // The only FailJob rule of the Task's podFailurePolicy is the one
+        // of spec.failOnExitCodes.
+        Some("PodFailurePolicy") if fail_on_codes => Reason::FailOnExitCode,
         _ => Reason::JobFailed,
     }
 }

@@ -130,7 +130,7 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     let c = collect(obs.shard_results, name, task_uid, job_uid, shards);
     let facts = match finish {
         Finish::Complete(_) => succeeded(shards, &c, facts),
-        Finish::Failed(cond) => job_failed(task, job, cond, facts),
+        Finish::Failed(cond) => job_failed(task, job, cond, &c, facts),
     };
     Facts {
         result: None,
@@ -178,12 +178,34 @@ fn succeeded(shards: i32, c: &Collected, facts: Facts) -> Facts {
 /// The Indexed Job failed (condition `cond`): Failed, saying which shards
 /// ran out of retries, or else what the single-Job facts say and how many
 /// shards had succeeded.
-fn job_failed(task: &Task, job: &Job, cond: &JobCondition, facts: Facts) -> Facts {
+fn job_failed(task: &Task, job: &Job, cond: &JobCondition, c: &Collected, facts: Facts) -> Facts {
     let shards = task.spec.shards;
     let st = job.status.clone().unwrap_or_default();
     let failed = count_indexes(st.failed_indexes.as_deref());
     let done = count_indexes(st.completed_indexes.as_deref());
+    // Shards failed at once by spec.failOnExitCodes (podFailurePolicy FailIndex).
+    let listed: Vec<i32> = c
+        .results
+        .iter()
+        .filter(|r| {
+            c.failed.contains(&r.index)
+                && r.exit_code
+                    .is_some_and(|e| task.spec.fail_on_exit_codes.contains(&e))
+        })
+        .map(|r| r.index)
+        .collect();
     let (reason, message) = match cond.reason.as_deref() {
+        Some("FailedIndexes") if !listed.is_empty() => (
+            Reason::FailOnExitCode,
+            format!(
+                "shards {} exited with a code that spec.failOnExitCodes lists ({}) and failed at \
+                 once without retrying; {failed} of {shards} shards failed (failed shards: {}); \
+                 {done} succeeded",
+                list(&listed),
+                failed_codes(c),
+                st.failed_indexes.as_deref().unwrap_or("-")
+            ),
+        ),
         Some("FailedIndexes") | Some("BackoffLimitExceeded") => (
             Reason::BackoffLimitExceeded,
             format!(
@@ -193,7 +215,10 @@ fn job_failed(task: &Task, job: &Job, cond: &JobCondition, facts: Facts) -> Fact
             ),
         ),
         _ => (
-            observe::failure_reason(cond.reason.as_deref()),
+            observe::failure_reason(
+                cond.reason.as_deref(),
+                !task.spec.fail_on_exit_codes.is_empty(),
+            ),
             format!(
                 "{}; {done} of {shards} shards had succeeded",
                 facts.message.clone().unwrap_or_default()

@@ -46,6 +46,11 @@ struct OutcomeLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RuleLabels {
+    rule: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PhaseLabels {
     phase: &'static str,
 }
@@ -90,6 +95,7 @@ pub struct Metrics {
     queue_latency: Histogram,
     job_to_task: Histogram,
     events: Family<ReasonLabels, Counter>,
+    deleted: Family<RuleLabels, Counter>,
     leader: Gauge,
     store: Mutex<Option<Store<Task>>>,
     ready: AtomicBool,
@@ -117,6 +123,7 @@ impl Metrics {
             queue_latency: seconds_histogram(),
             job_to_task: seconds_histogram(),
             events: Family::default(),
+            deleted: Family::default(),
             leader: Gauge::default(),
             store: Mutex::new(None),
             ready: AtomicBool::new(false),
@@ -214,6 +221,14 @@ impl Metrics {
         reg(
             &mut r,
             &mut docs,
+            "tasks_deleted",
+            "Finished Tasks deleted by retention, by rule (after: their time passed; keep: past the namespace's keep-finished limit)",
+            &["rule"],
+            &m.deleted,
+        );
+        reg(
+            &mut r,
+            &mut docs,
             "leader",
             "1 while this instance holds the leader Lease and runs the controller",
             &[],
@@ -248,6 +263,11 @@ impl Metrics {
 
     pub fn job_created(&self) {
         self.jobs_created.inc();
+    }
+
+    /// Retention deleted a finished Task by `rule` ("after" or "keep").
+    pub fn task_deleted(&self, rule: &'static str) {
+        self.deleted.get_or_create(&RuleLabels { rule }).inc();
     }
 
     pub fn event_published(&self, reason: &'static str) {

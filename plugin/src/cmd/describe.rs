@@ -76,6 +76,16 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
         "Attempts",
         &s.attempts.map(|a| a.to_string()).unwrap_or_default(),
     );
+    if let Some(n) = s.disruptions {
+        // Pods preempted, evicted or drained: no retry used (docs/retries.md).
+        let last = s.last_disruption.as_ref().map_or(String::new(), |d| {
+            let ago = d.at.as_ref().map_or(String::new(), |t| {
+                format!(", {} ago", show::human(show::seconds_since(now, t)))
+            });
+            format!(" (last: pod {} {}{ago})", d.pod, d.reason)
+        });
+        field("Disruptions", &format!("{n}{last}"));
+    }
     field(
         "Exit Code",
         &s.exit_code.map(|c| c.to_string()).unwrap_or_default(),
@@ -249,6 +259,13 @@ mod tests {
             .build();
         if let Some(s) = t.status.as_mut() {
             s.log_tail = Some("step 1\nboom\n".into());
+            s.disruptions = Some(1);
+            s.last_disruption = Some(crds::Disruption {
+                pod: "train-x7k2p".into(),
+                reason: "EvictionByEvictionAPI".into(),
+                message: "Eviction API: evicting".into(),
+                at: Some(Time(at(NOW - 90))),
+            });
         }
         let events = vec![
             event("uid-train", "Failed", 60),
@@ -261,6 +278,7 @@ mod tests {
             "Phase:       Failed\n",
             "Reason:      BackoffLimitExceeded\n",
             "Attempts:    2\n",
+            "Disruptions: 1 (last: pod train-x7k2p EvictionByEvictionAPI, 90s ago)\n",
             "Result:      partial\n",
             "Digest:      sha256:ab\n",
             "  TYPE     STATUS   REASON                 AGE   MESSAGE\n",

@@ -13,6 +13,8 @@ mod plugin;
 mod postmortem;
 mod rbac;
 mod restart;
+mod retention;
+mod retry;
 mod scale;
 mod security;
 mod sizes;
@@ -60,6 +62,31 @@ pub static ALL: &[Case] = &[
         hardening::ttl_while_operator_down
     ),
     case!(completes_with_result, false, basics::completes_with_result),
+    case!(
+        retry_evicted_pod_uses_no_retry,
+        false,
+        retry::evicted_pod_uses_no_retry
+    ),
+    case!(
+        retry_listed_exit_code_fails_at_once,
+        false,
+        retry::listed_exit_code_fails_at_once
+    ),
+    case!(
+        retry_bad_exit_code_lists_refused,
+        false,
+        retry::bad_exit_code_lists_refused
+    ),
+    case!(
+        retention_deletes_after_time,
+        false,
+        retention::retention_deletes_after_time
+    ),
+    case!(
+        retention_keeps_newest,
+        false,
+        retention::retention_keeps_newest
+    ),
     case!(
         exit_code_with_retries,
         false,

@@ -57,7 +57,7 @@ pub async fn progress_rises(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
 }
 
 /// Events of kind Task named `name` in `ns`: reason → how many Event objects.
-async fn events_of(ns: &TestNs, name: &str) -> Result<BTreeMap<String, Vec<Event>>> {
+pub(super) async fn events_of(ns: &TestNs, name: &str) -> Result<BTreeMap<String, Vec<Event>>> {
     let api: Api<Event> = Api::namespaced(ns.client.clone(), &ns.name);
     let mut out: BTreeMap<String, Vec<Event>> = BTreeMap::new();
     for e in api.list(&ListParams::default()).await?.items {

@@ -2,6 +2,7 @@ mod desired;
 mod kueue;
 mod progress;
 mod properties;
+mod retry;
 mod shards;
 mod size;
 mod suspended;

@@ -573,7 +573,7 @@ proptest! {
         let _ = observe::ownership(&j, &task_uid);
         let _ = observe::finish(&j);
         // A `Reason`: in the vocabulary by its type.
-        let _ = observe::failure_reason(job_reason.as_deref());
+        let _ = observe::failure_reason(job_reason.as_deref(), code.is_some());
         match observe::accept_result(cm.as_ref(), &task_uid, &job_uid) {
             Ok(_) => {
                 let c = cm.as_ref().and_then(|c| c.metadata.labels.as_ref());

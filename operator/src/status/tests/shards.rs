@@ -1,6 +1,8 @@
 use crds::conditions::reasons;
 use crds::result::MAX_STATUS_RESULT_BYTES;
 use crds::{Phase, ShardCounts, Task};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::ConfigMap;
 
 use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
 use crate::status::desired;
@@ -113,8 +115,9 @@ fn results_are_bounded_together() {
     );
 }
 
-#[test]
-fn failed_indexes_name_the_failed_shards() {
+/// A failed Indexed Job of 3 shards whose shard 1 exited 3, and the
+/// shards' results.
+fn shard_1_failed() -> (Job, [ConfigMap; 3]) {
     let j = JobFixture::ours()
         .failed("FailedIndexes")
         .completed_indexes("0,2")
@@ -126,6 +129,12 @@ fn failed_indexes_name_the_failed_shards() {
         ResultFixture::new("c").shard(2),
     ]
     .map(ResultFixture::build);
+    (j, cms)
+}
+
+#[test]
+fn failed_indexes_name_the_failed_shards() {
+    let (j, cms) = shard_1_failed();
     let mut o = obs(Some(&j), None, &[]);
     o.shard_results = &cms;
     let s = desired(&sharded(3), &o).status;
@@ -145,4 +154,25 @@ fn failed_indexes_name_the_failed_shards() {
             active: 0
         })
     );
+}
+
+/// Shard 1 exited with a code spec.failOnExitCodes lists (the Job's
+/// FailIndex rule): FailOnExitCode, naming the shard and its code.
+#[test]
+fn a_shard_failed_by_a_listed_code_is_named() {
+    let (j, cms) = shard_1_failed();
+    let mut o = obs(Some(&j), None, &[]);
+    o.shard_results = &cms;
+    let s = desired(&sharded(3).fail_on(&[3]), &o).status;
+    let msg = s.message.clone().unwrap_or_default();
+    assert_eq!(
+        s.reason.as_deref(),
+        Some(reasons::FAIL_ON_EXIT_CODE),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("shards 1 exited") && msg.contains("1: 3"),
+        "{msg}"
+    );
+    assert!(msg.contains("2 succeeded"), "{msg}");
 }
