@@ -96,6 +96,13 @@ pub mod annotations {
     /// On a Namespace: keep only this many finished Tasks (the newest by
     /// finish time); older ones are deleted with their Jobs, pods and results.
     pub const KEEP_FINISHED: &str = "longtask.dev/keep-finished";
+    /// On a Task's Job that longtask stopped because the Task ended while the
+    /// Job ran (e.g. `spec.startTimeoutSeconds`): how it ended, as JSON
+    /// `{"phase", "reason", "message", "at"}`, written with the stop and
+    /// before the Task's status. A status write lost after the stop (a
+    /// conflict, an operator killed) is then written again from it: the pods
+    /// that showed why are gone by then.
+    pub const ENDED: &str = "longtask.dev/ended";
     /// On an Indexed Job's pods (set by the Job controller): the completion index.
     pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
     /// Annotations with this prefix on a Task (Kueue's, e.g.

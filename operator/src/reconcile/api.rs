@@ -288,15 +288,23 @@ pub async fn delete_task(
 
 /// Suspends the Job: the Job controller deletes its pods (SIGTERM, then
 /// SIGKILL after the grace period) and starts no new ones.
-pub async fn suspend_job(ctx: &Context, job: &Job) -> Result<(), ApiError> {
+pub async fn suspend_job(
+    ctx: &Context,
+    job: &Job,
+    ended: Option<&serde_json::Value>,
+) -> Result<(), ApiError> {
     let namespace = job.namespace().unwrap_or_default();
     let name = job.name_any();
     let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
     // Fenced by UID: never suspend a Job that replaced ours meanwhile.
-    let body = serde_json::json!({
+    let mut body = serde_json::json!({
         "metadata": { "uid": job.metadata.uid },
         "spec": { "suspend": true },
     });
+    if let Some(e) = ended {
+        body["metadata"]["annotations"] =
+            serde_json::json!({ names::annotations::ENDED: e.to_string() });
+    }
     call(
         ctx,
         "patch",
@@ -355,6 +363,36 @@ pub async fn job_workload(
 /// Deactivates Kueue Workload `name` of `job` (`spec.active: false`):
 /// Kueue evicts it, suspends the Job (its pods get SIGTERM) and never
 /// admits it again.
+/// Records on the Job how its Task ended (annotation `longtask.dev/ended`),
+/// fenced by the Job's UID.
+pub async fn mark_ended(
+    ctx: &Context,
+    job: &Job,
+    ended: &serde_json::Value,
+) -> Result<(), ApiError> {
+    let namespace = job.namespace().unwrap_or_default();
+    let name = job.name_any();
+    let api: Api<Job> = Api::namespaced(ctx.client.clone(), &namespace);
+    let body = serde_json::json!({
+        "metadata": {
+            "uid": job.metadata.uid,
+            "annotations": { names::annotations::ENDED: ended.to_string() },
+        },
+    });
+    call(
+        ctx,
+        "patch",
+        api.patch(&name, &PatchParams::default(), &Patch::Merge(&body)),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| ApiError::SuspendJob {
+        namespace,
+        name,
+        source,
+    })
+}
+
 pub async fn deactivate_workload(ctx: &Context, job: &Job, name: &str) -> Result<(), ApiError> {
     let namespace = job.namespace().unwrap_or_default();
     let body = serde_json::json!({ "spec": { "active": false } });

@@ -28,9 +28,17 @@ pub async fn before_write(
     let Some(j) = seen.job.as_ref() else {
         return Ok(());
     };
+    // The ending goes onto the Job with the stop: once the pods are gone,
+    // nothing else would show it if this status write were lost.
+    let ended = status::ending(&desired.status);
     match status::stop(task, Some(j), &desired.status, seen.kueue.as_ref()) {
-        Some(Stop::Suspend) => api::suspend_job(ctx, j).await?,
-        Some(Stop::Deactivate(workload)) => api::deactivate_workload(ctx, j, &workload).await?,
+        Some(Stop::Suspend) => api::suspend_job(ctx, j, ended.as_ref()).await?,
+        Some(Stop::Deactivate(workload)) => {
+            if let Some(e) = &ended {
+                api::mark_ended(ctx, j, e).await?;
+            }
+            api::deactivate_workload(ctx, j, &workload).await?;
+        }
         None => {}
     }
     Ok(())

@@ -218,6 +218,20 @@ pub fn from_job(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -
     let base = record(task_uid, prev, job, obs);
     let accepted = obs.accept_result(task_uid, job_uid);
     let Some(finish) = observe::finish(job) else {
+        // Stopped by longtask because the Task ended: that ending stands.
+        if let Some(ended) = observe::ended(job) {
+            return Facts {
+                phase: Some(ended.phase),
+                reason: ended.reason,
+                message: ended.message,
+                completed_at: prev
+                    .completed_at
+                    .clone()
+                    .or(ended.at)
+                    .or_else(|| Some(obs.now.clone())),
+                ..base
+            };
+        }
         if task.spec.cancel {
             return cancelling(prev, job, obs, accepted, base);
         }

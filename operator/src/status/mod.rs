@@ -105,6 +105,19 @@ pub fn stop(
     kueue::stop(j, kueue)
 }
 
+/// How a terminal `status` ended, as recorded on a Job stopped for it
+/// (annotation `longtask.dev/ended`); `None` for a status that is not
+/// terminal.
+pub fn ending(status: &TaskStatus) -> Option<serde_json::Value> {
+    let phase = status.phase.filter(|p| p.is_terminal())?;
+    Some(serde_json::json!({
+        "phase": phase,
+        "reason": status.reason,
+        "message": status.message,
+        "at": status.completed_at,
+    }))
+}
+
 /// True unless `status` is terminal and its conditions say otherwise than
 /// its phase (someone edited the status by hand): `Complete` or `Failed`
 /// and `Finished` True, `Running` False.

@@ -416,6 +416,36 @@ pub fn describe_exit(code: Option<i32>) -> String {
     format!("{c} (killed by {name})")
 }
 
+/// How the Task ended, as longtask recorded it on a Job it stopped
+/// (annotation `longtask.dev/ended`); only on a suspended Job, and only a
+/// terminal phase.
+pub struct Ended {
+    pub phase: crds::Phase,
+    pub reason: Option<crds::Reason>,
+    pub message: Option<String>,
+    pub at: Option<Time>,
+}
+
+pub fn ended(job: &Job) -> Option<Ended> {
+    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    let raw = job
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(crds::names::annotations::ENDED)?;
+    let v: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let phase: crds::Phase = serde_json::from_value(v["phase"].clone()).ok()?;
+    if !suspended || !phase.is_terminal() {
+        return None;
+    }
+    Some(Ended {
+        phase,
+        reason: v["reason"].as_str().and_then(|r| r.parse().ok()),
+        message: v["message"].as_str().map(str::to_owned),
+        at: serde_json::from_value(v["at"].clone()).ok(),
+    })
+}
+
 /// What the container runtime said of the newest terminated pod's worker
 /// container when that is more than an exit code: "StartError: <message>"
 /// for a program that could not start, "OOMKilled", and the like; for a
