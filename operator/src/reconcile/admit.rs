@@ -210,9 +210,15 @@ fn plan(
 }
 
 /// Tasks the queue leaves out: invalid ones (they fail), and ones whose
-/// Job name is taken by another Task's Job (they cannot start).
+/// Job name is taken by another Task's Job (they cannot start). A Task
+/// that has a phase passed validation when it got it, and its spec cannot
+/// change since (the CRD's immutability rule), so only a Task without one
+/// is validated here: every look at a queued Task plans over all the
+/// waiting ones, and validating each of them each time was most of the
+/// operator's CPU with a thousand queued.
 fn wants_slot(t: &Task) -> bool {
-    !crate::status::is_blocked(t) && validate::validate(t).is_ok()
+    let seen = t.status.as_ref().is_some_and(|s| s.phase.is_some());
+    !crate::status::is_blocked(t) && (seen || validate::validate(t).is_ok())
 }
 
 fn verdict(plan: &Plan, uid: &str) -> Verdict {
