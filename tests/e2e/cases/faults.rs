@@ -21,17 +21,40 @@ pub async fn worker_sigkill(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         "  retries: 1\n",
     ))?;
     let mut killed = Vec::new();
+    let mut pods_done: Vec<String> = Vec::new();
     for attempt in 1..=2 {
+        // The attempt's own pod, then its worker by the pod name in its
+        // environment: never a process of an earlier attempt.
         let mut pid = None;
         wait::until(MINUTE, &format!("worker of attempt {attempt}"), || {
-            let found = procs::workers_with(&marker, &killed).first().copied();
+            let pods = ns.k(&[
+                "get",
+                "pods",
+                "-l=job-name=victim",
+                "-o=jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}",
+            ]);
+            let found = pods.ok().and_then(|names| {
+                names
+                    .lines()
+                    .filter(|n| !n.is_empty() && !pods_done.iter().any(|d| d == n))
+                    .find_map(|pod| {
+                        let var = format!("LONGTASK_POD_NAME={pod}");
+                        let pids: Vec<i32> = procs::workers_with(&marker, &killed)
+                            .into_iter()
+                            .filter(|p| procs::with_env("longtask-worker", &var).contains(p))
+                            .collect();
+                        pids.first().map(|p| (pod.to_owned(), *p))
+                    })
+            });
+            let done = found.is_some();
             pid = found;
-            async move { Ok(found.is_some()) }
+            async move { Ok(done) }
         })
         .await?;
-        let pid = pid.unwrap_or_default();
+        let (pod, pid) = pid.unwrap_or_default();
         procs::signal(pid, "KILL")?;
         killed.push(pid);
+        pods_done.push(pod);
     }
     let t = wait::condition(&tasks(&ns.client, &ns.name), "victim", "Failed", MINUTE).await?;
     let st = &t["status"];

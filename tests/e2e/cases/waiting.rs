@@ -81,7 +81,10 @@ pub async fn unschedulable_and_config_error_visible(_c: Arc<Cluster>, ns: TestNs
     Ok(())
 }
 
-fn set_worker_image(c: &Cluster, image: &str) -> Result<()> {
+/// Sets the operator's worker image and waits until a pod that has it
+/// leads: a rollout is done while the old leader may still lead (and
+/// create Jobs with the old image) until it has stopped.
+async fn set_worker_image(c: &Cluster, image: &str) -> Result<()> {
     c.kubectl.run(&[
         "-n",
         SYSTEM_NS,
@@ -91,13 +94,37 @@ fn set_worker_image(c: &Cluster, image: &str) -> Result<()> {
         &format!("LONGTASK_WORKER_IMAGE={image}"),
     ])?;
     c.wait_operator("120s")?;
-    Ok(())
+    wait::until(
+        Duration::from_secs(120),
+        "a leader with the new worker image",
+        || async {
+            let Some(leader) = longtask_e2e::operator::leader(&c.client).await?.0 else {
+                return Ok(false);
+            };
+            let pods = longtask_e2e::operator::pods(&c.client).await?;
+            Ok(pods.iter().any(|p| {
+                p.metadata.name.as_deref() == Some(leader.as_str())
+                    && p.metadata.deletion_timestamp.is_none()
+                    && p.spec
+                        .as_ref()
+                        .and_then(|s| s.containers.first())
+                        .and_then(|c| c.env.as_ref())
+                        .is_some_and(|env| {
+                            env.iter().any(|e| {
+                                e.name == "LONGTASK_WORKER_IMAGE"
+                                    && e.value.as_deref() == Some(image)
+                            })
+                        })
+            }))
+        },
+    )
+    .await
 }
 
 /// The operator is configured with a worker image that does not exist.
 pub async fn image_pull_failure_visible(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    set_worker_image(&c, "longtask-worker:does-not-exist")?;
+    set_worker_image(&c, "longtask-worker:does-not-exist").await?;
     let res = stuck(&ns, "noimage", "", "ImagePullFailed").await;
-    set_worker_image(&c, WORKER_IMAGE)?;
+    set_worker_image(&c, WORKER_IMAGE).await?;
     res
 }
