@@ -84,14 +84,19 @@ fn has_condition(status: Option<&Value>, type_: &str) -> bool {
         })
 }
 
-/// Watches Jobs in `ns`; resolves `ready` once the initial list is done.
-fn watch_jobs(
-    client: &Client,
-    ns: &str,
-    seen: Shared,
+/// Spawns a watch on `api` that calls `on_apply` with each object it
+/// shows (and when it arrived), and resolves `ready` once its initial list
+/// is done; `what` names it in error lines.
+fn spawn_watch<K>(
+    api: Api<K>,
+    what: &'static str,
     ready: oneshot::Sender<()>,
-) -> JoinHandle<()> {
-    let api: Api<Job> = Api::namespaced(client.clone(), ns);
+    mut on_apply: impl FnMut(K, Instant) + Send + 'static,
+) -> JoinHandle<()>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone + Send,
+{
     tokio::spawn(async move {
         let mut ready = Some(ready);
         let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
@@ -103,22 +108,33 @@ fn watch_jobs(
                         let _ = r.send(());
                     }
                 }
-                Ok(Event::Apply(job) | Event::InitApply(job)) => {
-                    lock(&seen).job_seen.entry(job.name_any()).or_insert(now);
-                    let st = job.status.as_ref().map(serde_json::to_value).transpose();
-                    let st = st.ok().flatten();
-                    let done = has_condition(st.as_ref(), "Complete");
-                    let failed = has_condition(st.as_ref(), "Failed");
-                    if done || failed {
-                        let mut g = lock(&seen);
-                        if let Entry::Vacant(e) = g.job_done.entry(job.name_any()) {
-                            e.insert(now);
-                            g.job_failed += usize::from(failed && !done);
-                        }
-                    }
-                }
+                Ok(Event::Apply(o) | Event::InitApply(o)) => on_apply(o, now),
                 Ok(_) => {}
-                Err(e) => eprintln!("bench: job watch: {e}"),
+                Err(e) => eprintln!("bench: {what} watch: {e}"),
+            }
+        }
+    })
+}
+
+/// Watches Jobs in `ns`; resolves `ready` once the initial list is done.
+fn watch_jobs(
+    client: &Client,
+    ns: &str,
+    seen: Shared,
+    ready: oneshot::Sender<()>,
+) -> JoinHandle<()> {
+    let api: Api<Job> = Api::namespaced(client.clone(), ns);
+    spawn_watch(api, "job", ready, move |job, now| {
+        lock(&seen).job_seen.entry(job.name_any()).or_insert(now);
+        let st = job.status.as_ref().map(serde_json::to_value).transpose();
+        let st = st.ok().flatten();
+        let done = has_condition(st.as_ref(), "Complete");
+        let failed = has_condition(st.as_ref(), "Failed");
+        if done || failed {
+            let mut g = lock(&seen);
+            if let Entry::Vacant(e) = g.job_done.entry(job.name_any()) {
+                e.insert(now);
+                g.job_failed += usize::from(failed && !done);
             }
         }
     })
@@ -133,25 +149,9 @@ fn watch_pods(
     ready: oneshot::Sender<()>,
 ) -> JoinHandle<()> {
     let api: Api<PartialObjectMeta<Pod>> = Api::namespaced(client.clone(), ns);
-    tokio::spawn(async move {
-        let mut ready = Some(ready);
-        let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
-        while let Some(ev) = s.next().await {
-            let now = Instant::now();
-            match ev {
-                Ok(Event::InitDone) => {
-                    if let Some(r) = ready.take() {
-                        let _ = r.send(());
-                    }
-                }
-                Ok(Event::Apply(p) | Event::InitApply(p)) => {
-                    if let Some(job) = p.labels().get("batch.kubernetes.io/job-name") {
-                        lock(&seen).pod_seen.entry(job.clone()).or_insert(now);
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!("bench: pod watch: {e}"),
-            }
+    spawn_watch(api, "pod", ready, move |p, now| {
+        if let Some(job) = p.labels().get("batch.kubernetes.io/job-name") {
+            lock(&seen).pod_seen.entry(job.clone()).or_insert(now);
         }
     })
 }
@@ -163,38 +163,21 @@ fn watch_tasks(
     seen: Shared,
     ready: oneshot::Sender<()>,
 ) -> JoinHandle<()> {
-    let api = tasks_api(client, ns);
-    tokio::spawn(async move {
-        let mut ready = Some(ready);
-        let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
-        while let Some(ev) = s.next().await {
-            let now = Instant::now();
-            match ev {
-                Ok(Event::InitDone) => {
-                    if let Some(r) = ready.take() {
-                        let _ = r.send(());
-                    }
-                }
-                Ok(Event::Apply(t) | Event::InitApply(t)) => {
-                    let phase = t.data.pointer("/status/phase").and_then(Value::as_str);
-                    let name = t.name_any();
-                    let mut g = lock(&seen);
-                    match phase {
-                        Some("Running") => {
-                            g.running.entry(name).or_insert(now);
-                        }
-                        Some(p @ ("Completed" | "Failed")) => {
-                            if let Entry::Vacant(e) = g.task_done.entry(name) {
-                                e.insert(now);
-                                g.failed += usize::from(p == "Failed");
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                Ok(_) => {}
-                Err(e) => eprintln!("bench: task watch: {e}"),
+    spawn_watch(tasks_api(client, ns), "task", ready, move |t, now| {
+        let phase = t.data.pointer("/status/phase").and_then(Value::as_str);
+        let name = t.name_any();
+        let mut g = lock(&seen);
+        match phase {
+            Some("Running") => {
+                g.running.entry(name).or_insert(now);
             }
+            Some(p @ ("Completed" | "Failed")) => {
+                if let Entry::Vacant(e) = g.task_done.entry(name) {
+                    e.insert(now);
+                    g.failed += usize::from(p == "Failed");
+                }
+            }
+            _ => {}
         }
     })
 }
@@ -444,28 +427,11 @@ impl PhaseCount {
     pub async fn start(api: &Api<DynamicObject>, phase: &'static str) -> Result<PhaseCount> {
         let (tx, seen) = tokio::sync::watch::channel(0usize);
         let (listed_tx, listed) = oneshot::channel();
-        let api = api.clone();
-        let watch = tokio::spawn(async move {
-            let mut names = std::collections::HashSet::new();
-            let mut listed_tx = Some(listed_tx);
-            let mut s = watcher::watcher(api, watcher::Config::default()).boxed();
-            while let Some(ev) = s.next().await {
-                match ev {
-                    Ok(Event::InitDone) => {
-                        if let Some(l) = listed_tx.take() {
-                            let _ = l.send(());
-                        }
-                    }
-                    Ok(Event::Apply(t) | Event::InitApply(t))
-                        if t.data.pointer("/status/phase").and_then(Value::as_str)
-                            == Some(phase) =>
-                    {
-                        names.insert(t.name_any());
-                        let _ = tx.send(names.len());
-                    }
-                    Ok(_) => {}
-                    Err(e) => eprintln!("bench: task watch: {e}"),
-                }
+        let mut names = std::collections::HashSet::new();
+        let watch = spawn_watch(api.clone(), "task", listed_tx, move |t, _| {
+            if t.data.pointer("/status/phase").and_then(Value::as_str) == Some(phase) {
+                names.insert(t.name_any());
+                let _ = tx.send(names.len());
             }
         });
         let count = PhaseCount { seen, watch };
