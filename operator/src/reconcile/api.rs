@@ -51,6 +51,13 @@ pub enum ApiError {
         #[source]
         source: CallError,
     },
+    #[error("cannot record on Job {namespace}/{name} how its Task ended")]
+    MarkJobEnded {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
     #[error("cannot list the Kueue Workloads of Job {namespace}/{name}")]
     ListWorkloads {
         namespace: String,
@@ -386,7 +393,7 @@ pub async fn mark_ended(
     )
     .await
     .map(|_| ())
-    .map_err(|source| ApiError::SuspendJob {
+    .map_err(|source| ApiError::MarkJobEnded {
         namespace,
         name,
         source,
