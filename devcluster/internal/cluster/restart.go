@@ -77,27 +77,38 @@ func names(st *State) []string {
 	return n
 }
 
-// waitPortsFree waits until every 127.0.0.1 port named in a component's
-// flags can be bound again (a killed server's port may linger briefly).
+// waitPortsFree waits until every address a component listens on (from its
+// flags) can be bound again. /proc shows a process as gone once its memory is
+// released, a moment before its sockets close, and the API server binds the
+// bridge address with container nodes, not 127.0.0.1.
 func waitPortsFree(args []string, timeout time.Duration) error {
-	var ports []string
+	host := "127.0.0.1"
 	for _, a := range args {
-		for _, flag := range []string{"--secure-port=", "--client-url=http://127.0.0.1:", "--peer-url=http://127.0.0.1:"} {
+		if v, ok := strings.CutPrefix(a, "--bind-address="); ok {
+			host = v
+		}
+	}
+	var addrs []string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--secure-port="); ok {
+			addrs = append(addrs, net.JoinHostPort(host, v))
+		}
+		for _, flag := range []string{"--client-url=http://", "--peer-url=http://"} {
 			if v, ok := strings.CutPrefix(a, flag); ok {
-				ports = append(ports, v)
+				addrs = append(addrs, v)
 			}
 		}
 	}
 	deadline := time.Now().Add(timeout)
-	for _, p := range ports {
+	for _, addr := range addrs {
 		for {
-			l, err := net.Listen("tcp", "127.0.0.1:"+p)
+			l, err := net.Listen("tcp", addr)
 			if err == nil {
 				l.Close()
 				break
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("port %s is still in use after %s: %w", p, timeout, err)
+				return fmt.Errorf("%s is still in use after %s: %w", addr, timeout, err)
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
