@@ -24,8 +24,9 @@ pub struct Config {
     pub running_requeue: Duration,
     /// Requeue while a Job of another Task blocks the name.
     pub blocked_requeue: Duration,
-    /// Requeue of a Task waiting for a slot (a safety net and position
-    /// refresh: a finishing Task starts the next ones itself).
+    /// Requeue of a Task waiting for a slot: only a safety net. A finishing
+    /// Task starts the next ones itself, and whatever moves a queue wakes
+    /// the Tasks in it (`Queue::moved`).
     pub queued_requeue: Duration,
     /// First retry delay after a failed reconcile.
     pub backoff_base: Duration,
@@ -44,7 +45,7 @@ impl Config {
             api_timeout,
             running_requeue: Duration::from_secs(300),
             blocked_requeue: Duration::from_secs(15),
-            queued_requeue: Duration::from_secs(2),
+            queued_requeue: Duration::from_secs(60),
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
             retention: crate::retention::Defaults::default(),

@@ -4,11 +4,13 @@
 
 pub mod triggers;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crds::Task;
+use crds::names::annotations::MAX_ACTIVE_TASKS;
 use crds::names::labels;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
@@ -26,7 +28,7 @@ use crate::{reconcile, status};
 
 /// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
 pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, concurrency: u16) {
-    let (controller, jobs) = controller(&client, namespace, concurrency);
+    let (controller, jobs) = controller(&client, namespace, concurrency, &ctx);
     let store = controller.store();
     ctx.queue.set_tasks(store.clone());
     ctx.queue.set_jobs(jobs);
@@ -34,7 +36,8 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
     // operator makes only namespaced calls (its install has Roles only), so
     // it reads no Namespace and no namespace annotation.
     if namespace.is_none() {
-        ctx.queue.set_namespaces(watch_namespaces(&client));
+        ctx.queue
+            .set_namespaces(watch_namespaces(&client, ctx.clone()));
     }
     ctx.metrics.watch_store(store.clone());
     let synced = Arc::new(AtomicBool::new(false));
@@ -76,28 +79,47 @@ fn controller(
     client: &Client,
     ns: Option<&str>,
     concurrency: u16,
+    ctx: &Arc<Context>,
 ) -> (Controller<Task>, reflector::Store<Job>) {
     let ours = || watcher::Config::default().labels(labels::TASK_UID);
     // The Task cache holds what reconciles and the queue read, nothing more.
     let (store, writer) = reflector::store();
     let tasks: Api<Task> = api(client, ns);
+    let on_delete = ctx.clone();
     let task_stream = reflector(
         writer,
         watcher(tasks, watcher::Config::default())
             .default_backoff()
             .modify(slim_task),
     )
+    // A Task deleted before it ended leaves its queue (or its slot).
+    .inspect(move |ev| {
+        if let Ok(watcher::Event::Delete(t)) = ev
+            && !t.is_terminal()
+        {
+            on_delete.queue.moved(&t.namespace().unwrap_or_default());
+        }
+    })
     .applied_objects();
     // Owned Jobs and pods wake a Task only when what its status reads
     // changed (`triggers.rs`); result ConfigMaps on any change (their data
     // is read on demand, so their watch carries metadata only).
     let jobs: Api<Job> = api(client, ns);
     let (job_store, job_writer) = reflector::store();
+    let on_job_delete = ctx.clone();
     let job_stream = triggers::changed(
+        // A deleted Job frees the slot it held (its Task may be gone).
         reflector(
             job_writer,
             watcher(jobs, ours()).default_backoff().modify(slim_job),
-        ),
+        )
+        .inspect(move |ev| {
+            if let Ok(watcher::Event::Delete(j)) = ev {
+                on_job_delete
+                    .queue
+                    .moved(&j.namespace().unwrap_or_default());
+            }
+        }),
         triggers::job_key,
     );
     let pods: Api<Pod> = api(client, ns);
@@ -112,13 +134,36 @@ fn controller(
         .default_backoff()
         .modify(|c| c.managed_fields_mut().clear())
         .touched_objects();
+    // Where the queue moved, its queued Tasks are looked at again.
+    let queued = store.clone();
+    let moves = ctx
+        .queue
+        .take_moves()
+        .map(|rx| {
+            rx.flat_map(move |scope| futures::stream::iter(queued_in(&queued, scope.as_deref())))
+                .boxed()
+        })
+        .unwrap_or_else(|| futures::stream::empty().boxed());
     let controller = Controller::for_stream(task_stream, store)
+        .reconcile_on(moves)
         .owns_stream(job_stream)
         .watches_stream(pod_stream, task_of_pod)
         .watches_stream(cm_stream, task_of_result)
         .with_config(controller::Config::default().concurrency(concurrency))
         .shutdown_on_signal();
     (controller, job_store)
+}
+
+/// The Tasks waiting for a slot under longtask's own caps, in `namespace`
+/// or in all (None).
+fn queued_in(store: &reflector::Store<Task>, namespace: Option<&str>) -> Vec<ObjectRef<Task>> {
+    store
+        .state()
+        .iter()
+        .filter(|t| namespace.is_none_or(|n| t.metadata.namespace.as_deref() == Some(n)))
+        .filter(|t| status::is_queue_full(t))
+        .map(|t| ObjectRef::from_obj(&**t))
+        .collect()
 }
 
 /// Keeps of a watched Job only what the triggers and the queue read: its
@@ -173,9 +218,11 @@ fn report_ready(
 }
 
 /// A cache of namespaces' metadata (their max-active-tasks annotation and
-/// UID), kept by a watch for as long as the controller runs.
+/// UID), kept by a watch for as long as the controller runs. A changed cap
+/// moves the namespace's queue.
 fn watch_namespaces(
     client: &Client,
+    ctx: Arc<Context>,
 ) -> kube::runtime::reflector::Store<kube::core::PartialObjectMeta<Namespace>> {
     let (reader, writer) = kube::runtime::reflector::store();
     let api: Api<kube::core::PartialObjectMeta<Namespace>> = Api::all(client.clone());
@@ -183,9 +230,22 @@ fn watch_namespaces(
     let stream = kube::runtime::reflector(writer, watcher(api, cfg).default_backoff());
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
+        let mut caps: HashMap<String, Option<String>> = HashMap::new();
         while let Some(ev) = stream.next().await {
-            if let Err(e) = ev {
-                warn!(error = %e, "namespace watch");
+            match ev {
+                Ok(watcher::Event::Apply(ns) | watcher::Event::InitApply(ns)) => {
+                    let cap = ns.annotations().get(MAX_ACTIVE_TASKS).cloned();
+                    let name = ns.name_any();
+                    if caps.get(&name).is_some_and(|old| *old != cap) {
+                        ctx.queue.moved(&name);
+                    }
+                    caps.insert(name, cap);
+                }
+                Ok(watcher::Event::Delete(ns)) => {
+                    caps.remove(&ns.name_any());
+                }
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, "namespace watch"),
             }
         }
     });

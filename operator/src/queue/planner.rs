@@ -102,6 +102,10 @@ pub struct Wait {
     pub scope: Scope,
     pub namespace: String,
     pub limit: u32,
+    /// True when this Task arrived ahead of Tasks that already show their
+    /// place (a higher priority, or a cache that saw it late): their
+    /// positions moved. Set by admission, which sees the statuses.
+    pub overtakes: bool,
 }
 
 impl Wait {
@@ -229,6 +233,7 @@ fn waits(
                 scope,
                 namespace,
                 limit,
+                overtakes: false,
             };
             out.push((uid.to_owned(), Verdict::Wait(wait)));
         }

@@ -2,10 +2,11 @@
 //! caches of Tasks and namespaces, and the lock that serializes admissions
 //! under a cap. A lock and caches of cluster facts, never Task state.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use crds::Task;
 use futures::FutureExt;
+use futures::channel::mpsc;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::core::PartialObjectMeta;
@@ -22,10 +23,15 @@ pub struct Queue {
     namespaces: OnceLock<Store<PartialObjectMeta<Namespace>>>,
     /// Serializes admissions under a cap.
     lock: tokio::sync::Mutex<()>,
+    /// Where the queue moved: a namespace, or every one (None). The
+    /// controller wakes the Tasks queued there (`Queue::take_moves`).
+    moved: mpsc::UnboundedSender<Option<String>>,
+    moves: Mutex<Option<mpsc::UnboundedReceiver<Option<String>>>>,
 }
 
 impl Queue {
     pub fn new(global: Option<u32>, scope: Option<String>) -> Queue {
+        let (moved, moves) = mpsc::unbounded();
         Queue {
             global,
             scope,
@@ -33,7 +39,29 @@ impl Queue {
             jobs: OnceLock::new(),
             namespaces: OnceLock::new(),
             lock: tokio::sync::Mutex::new(()),
+            moved,
+            moves: Mutex::new(Some(moves)),
         }
+    }
+
+    /// Says that the queue of `namespace` moved (a slot freed, a Task left
+    /// or arrived ahead of others, a cap changed): its queued Tasks are
+    /// looked at again, to start or to show their new position. Under the
+    /// global cap every queue moves together. A queued Task is otherwise
+    /// left alone (a long safety-net requeue), so a queue of thousands
+    /// costs nothing while nothing changes.
+    pub fn moved(&self, namespace: &str) {
+        let scope = if self.global.is_some() {
+            None
+        } else {
+            Some(namespace.to_owned())
+        };
+        let _ = self.moved.unbounded_send(scope);
+    }
+
+    /// The stream of `moved` calls, once (for the controller).
+    pub fn take_moves(&self) -> Option<mpsc::UnboundedReceiver<Option<String>>> {
+        self.moves.lock().ok()?.take()
     }
 
     /// The controller's Task cache.

@@ -20,7 +20,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::{debug, info, warn};
 
 use crate::context::Context;
-use crate::queue::{self, Limits, Plan, Verdict, Wait};
+use crate::queue::{self, Limits, Plan, Scope, Verdict, Wait};
 use crate::reconcile::api::ApiError;
 use crate::reconcile::error::Error;
 use crate::reconcile::{api, build, pod, validate};
@@ -157,6 +157,8 @@ pub async fn drain(ctx: &Context, finished: &Task) -> Result<(), Error> {
     if !plan.start.is_empty() {
         start_all(ctx, store, &plan, None).await?;
     }
+    // The ones started show Running, the rest their new places.
+    ctx.queue.moved(id.namespace);
     Ok(())
 }
 
@@ -206,7 +208,33 @@ fn plan(
             queue::entry(t, has_job)
         })
         .collect();
-    queue::plan(&entries, limits)
+    let mut plan = queue::plan(&entries, limits);
+    if let Some(uid) = my_uid
+        && let Some(Verdict::Wait(w)) = plan.verdicts.get(uid)
+        && !crate::status::is_queue_full(me)
+    {
+        let overtakes = overtakes(&plan, &tasks, uid, w);
+        if let Some(Verdict::Wait(w)) = plan.verdicts.get_mut(uid) {
+            w.overtakes = overtakes;
+        }
+    }
+    plan
+}
+
+/// True when a Task queued behind `me` (the same cap, a later position)
+/// already shows its place: `me` is new to the queue and moved it.
+fn overtakes(plan: &Plan, tasks: &[Arc<Task>], me: &str, mine: &Wait) -> bool {
+    tasks.iter().any(|t| {
+        let Some(uid) = t.metadata.uid.as_deref() else {
+            return false;
+        };
+        uid != me
+            && crate::status::is_queue_full(t)
+            && matches!(plan.verdicts.get(uid), Some(Verdict::Wait(w))
+                if w.scope == mine.scope
+                    && (w.scope == Scope::Global || w.namespace == mine.namespace)
+                    && w.position > mine.position)
+    })
 }
 
 /// Tasks the queue leaves out: invalid ones (they fail), and ones whose
@@ -305,5 +333,66 @@ fn cached_limits(ctx: &Context) -> Limits {
     Limits {
         global: ctx.queue.global,
         namespaces,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::TaskFixture;
+    use crds::conditions::reasons;
+    use crds::{Phase, TaskStatus};
+    use kube::runtime::reflector;
+    use kube::runtime::watcher::Event;
+
+    fn task(name: &str, created: i64, priority: i32, shown: bool) -> Task {
+        Task::test()
+            .named(name)
+            .uid(name)
+            .created_at(created)
+            .with(|t| {
+                t.spec.priority = priority;
+                if shown {
+                    t.status = Some(TaskStatus {
+                        phase: Some(Phase::Queued),
+                        reason: Some(reasons::QUEUE_FULL.into()),
+                        ..TaskStatus::default()
+                    });
+                }
+            })
+    }
+
+    fn wait_of(store: &Store<Task>, me: &Task) -> Wait {
+        let limits = Limits {
+            global: None,
+            namespaces: [("ns".to_owned(), 0)].into(),
+        };
+        let plan = plan(store, me, &limits, &BTreeSet::new(), None);
+        match plan.verdicts.get(me.metadata.uid.as_deref().unwrap()) {
+            Some(Verdict::Wait(w)) => w.clone(),
+            v => panic!("not waiting: {v:?}"),
+        }
+    }
+
+    /// A Task new to the queue moves it only when it lands ahead of a Task
+    /// that already shows its place; arriving at the end moves nothing, and
+    /// a Task already shown never counts as arriving.
+    #[test]
+    fn arriving_ahead_of_shown_places_moves_the_queue() {
+        let (store, mut writer) = reflector::store();
+        let shown = task("shown", 1, 0, true);
+        writer.apply_watcher_event(&Event::Apply(shown.clone()));
+        let last = task("last", 2, 0, false);
+        let w = wait_of(&store, &last);
+        assert_eq!((w.position, w.overtakes), (2, false));
+        let urgent = task("urgent", 3, 10, false);
+        let w = wait_of(&store, &urgent);
+        assert_eq!((w.position, w.overtakes), (1, true));
+        // Once shown, its own looks move nothing.
+        let urgent_shown = task("urgent", 3, 10, true);
+        writer.apply_watcher_event(&Event::Apply(urgent_shown.clone()));
+        assert!(!wait_of(&store, &urgent_shown).overtakes);
+        // Behind a Task that shows nothing yet: nothing shown moved.
+        assert!(!wait_of(&store, &shown).overtakes);
     }
 }

@@ -82,10 +82,14 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         return settle(ctx, task, now).await;
     }
     let id = build::identity(task)?;
+    let mut overtook = false;
     let desired = match validate::validate(task) {
         Err(message) => status::invalid(task, message, now),
         Ok(()) => match read::job(ctx, task, &id).await? {
-            Found::Wait(wait) => status::queued(task, &wait, now),
+            Found::Wait(wait) => {
+                overtook = wait.overtakes;
+                status::queued(task, &wait, now)
+            }
             // As for a spec `validate` refuses: Failed, once, no retry.
             Found::Refused(why) => status::refused(task, &why, now),
             Found::Job(job) => {
@@ -98,6 +102,10 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     };
     let ended = desired.status.clone();
     let written = write::status(ctx, task, desired.status).await?;
+    if overtook && written != Written::Stale {
+        // Shown in the queue ahead of Tasks that show their place.
+        ctx.queue.moved(id.namespace);
+    }
     if written == (Written::Patched { ended: true }) {
         effects::after_end(ctx, task).await;
         let ended = Task {

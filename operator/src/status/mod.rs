@@ -71,6 +71,14 @@ pub fn wants_final_result(task: &Task, job: Option<&Job>) -> bool {
     }
 }
 
+/// True when the Task waits for a slot under longtask's own caps (not
+/// Kueue's: a Workload's changes reach it through its Job).
+pub fn is_queue_full(task: &Task) -> bool {
+    task.status.as_ref().is_some_and(|s| {
+        s.phase == Some(crds::Phase::Queued) && s.known_reason() == Some(Reason::QueueFull)
+    })
+}
+
 /// True when the last look found the Task's name taken by another's Job.
 pub fn is_blocked(task: &Task) -> bool {
     task.status

@@ -118,6 +118,7 @@ fn refused_job_fails_with_the_server_message_once() {
         scope: crate::queue::Scope::Global,
         namespace: "ns".into(),
         limit: 1,
+        overtakes: false,
     };
     // Fresh, or queued before a slot freed: either way Failed, InvalidSpec.
     let queued = queued(&Task::test(), &wait, at(3)).status;
