@@ -128,18 +128,26 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
                 let what = format!("{kind:?}").to_lowercase();
                 let ns = format!("bench-{n}-r{round}-{what}");
                 cluster.namespace(&ns).await?;
+                let ticks = procfs::clock_ticks();
                 let cpu0 = operator_cpu(cluster)?;
+                let all0 = procfs::cluster_cpu(&cluster.dir, ticks)?;
                 let b = batch::run(&cluster.client, &ns, kind, n, cli.inflight).await?;
                 let cpu = operator_cpu(cluster)? - cpu0;
+                let mut all = procfs::cpu_spent(&all0, &procfs::cluster_cpu(&cluster.dir, ticks)?);
+                all.insert("operator".to_owned(), cpu);
                 eprintln!(
                     "bench: N={n} round {round} {kind:?}: makespan {:.2}s, failed {}, operator CPU {cpu:.2}s",
                     b.makespan_s, b.failed
                 );
                 match kind {
-                    Kind::Jobs => pair.jobs = Some(b),
+                    Kind::Jobs => {
+                        pair.jobs = Some(b);
+                        pair.jobs_cpu = all;
+                    }
                     Kind::Tasks => {
                         pair.tasks = Some(b);
                         pair.cpu = cpu;
+                        pair.tasks_cpu = all;
                     }
                 }
             }
@@ -160,6 +168,8 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
             tasks,
             writes: w,
             operator_cpu_s: p.cpu,
+            jobs_cpu_s: p.jobs_cpu,
+            tasks_cpu_s: p.tasks_cpu,
         });
     }
 
@@ -233,6 +243,9 @@ struct Batch2 {
     jobs: Option<batch::Batch>,
     tasks: Option<batch::Batch>,
     cpu: f64,
+    /// CPU seconds per component during each batch (`procfs::cluster_cpu`).
+    jobs_cpu: BTreeMap<String, f64>,
+    tasks_cpu: BTreeMap<String, f64>,
 }
 
 /// Deletes the batch namespaces so the presence measure sees only its own

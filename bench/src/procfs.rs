@@ -82,3 +82,78 @@ pub fn sample(pid: u32, ticks: f64) -> Result<Sample> {
         cpu_s: (t(11) + t(12)) as f64 / ticks,
     })
 }
+
+/// CPU seconds used so far by each devcluster component of the cluster in
+/// `dir` (its state.json), counting the children it reaped (a node agent's:
+/// the programs of its pods, workers included), plus the whole machine
+/// ("machine", busy time of every CPU from /proc/stat).
+pub fn cluster_cpu(dir: &Path, ticks: f64) -> Result<std::collections::BTreeMap<String, f64>> {
+    #[derive(serde::Deserialize)]
+    struct Proc {
+        name: String,
+        pid: u32,
+    }
+    #[derive(serde::Deserialize)]
+    struct State {
+        procs: Vec<Proc>,
+    }
+    let path = dir.join("state.json");
+    let st: State = serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| format!("read {}", path.display()))?,
+    )
+    .with_context(|| format!("parse {}", path.display()))?;
+    let mut out = std::collections::BTreeMap::new();
+    for p in st.procs {
+        // Every node agent together: the pods' programs run under them.
+        let name = if p.name.starts_with("node-") {
+            "nodes".to_owned()
+        } else {
+            p.name
+        };
+        *out.entry(name).or_insert(0.0) += with_children(p.pid, ticks);
+    }
+    out.insert("machine".to_owned(), machine_busy(ticks)?);
+    Ok(out)
+}
+
+/// utime+stime+cutime+cstime of `pid`, in seconds (0 when it is gone).
+fn with_children(pid: u32, ticks: f64) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let t = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    (t(11) + t(12) + t(13) + t(14)) as f64 / ticks
+}
+
+/// Busy CPU seconds of the whole machine (all but idle and iowait).
+fn machine_busy(ticks: f64) -> Result<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").context("read /proc/stat")?;
+    let line = stat.lines().next().unwrap_or_default();
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|s| s.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal (guest is in user).
+    let busy: u64 = v
+        .iter()
+        .take(8)
+        .enumerate()
+        .filter(|(i, _)| *i != 3 && *i != 4)
+        .map(|(_, n)| n)
+        .sum();
+    Ok(busy as f64 / ticks)
+}
+
+/// `after - before`, per key.
+pub fn cpu_spent(
+    before: &std::collections::BTreeMap<String, f64>,
+    after: &std::collections::BTreeMap<String, f64>,
+) -> std::collections::BTreeMap<String, f64> {
+    after
+        .iter()
+        .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
+        .collect()
+}

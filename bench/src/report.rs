@@ -18,6 +18,10 @@ pub struct Round {
     pub tasks: Batch,
     pub writes: Writes,
     pub operator_cpu_s: f64,
+    /// CPU seconds per component during the bare Jobs' batch and during
+    /// the Tasks' (`procfs::cluster_cpu`, plus "operator").
+    pub jobs_cpu_s: BTreeMap<String, f64>,
+    pub tasks_cpu_s: BTreeMap<String, f64>,
 }
 
 /// Nearest-rank percentile of `v` (0 < p ≤ 1).
@@ -86,6 +90,50 @@ fn cells(
                 .unwrap_or_else(|| "-".to_owned())
         })
         .collect()
+}
+
+/// Where the CPU went: each component's CPU during the bare Jobs' batch
+/// per Job beside the Tasks' batch per Task. On 2 cores the machine is
+/// the limit, so the makespan ratio follows the machine's row.
+fn cpu_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[String]) -> String {
+    let keys: BTreeSet<String> = rounds
+        .values()
+        .flatten()
+        .flat_map(|r| r.jobs_cpu_s.keys().chain(r.tasks_cpu_s.keys()).cloned())
+        .collect();
+    let order = |k: &String| match k.as_str() {
+        "machine" => 2,
+        "operator" => 1,
+        _ => 0,
+    };
+    let mut keys: Vec<String> = keys.into_iter().collect();
+    keys.sort_by_key(|k| (order(k), k.clone()));
+    let mut rows = Vec::new();
+    for k in &keys {
+        for (side, label) in [(false, "bare Job"), (true, "Task")] {
+            let k2 = k.clone();
+            rows.push((
+                format!("{k}, per {label}"),
+                cells(sizes, rounds, move |r| {
+                    let (m, n) = if side {
+                        (&r.tasks_cpu_s, r.tasks.n)
+                    } else {
+                        (&r.jobs_cpu_s, r.jobs.n)
+                    };
+                    format!(
+                        "{:.1}",
+                        m.get(&k2).copied().unwrap_or(0.0) * 1000.0 / n as f64
+                    )
+                }),
+                "",
+            ));
+        }
+    }
+    table(
+        "CPU during each batch, ms per bare Job / per Task (/proc: a component with the children it reaped; nodes run the pods' programs; machine = all CPUs busy)",
+        cols,
+        &rows,
+    )
 }
 
 pub fn render(
@@ -225,6 +273,8 @@ pub fn render(
             "",
         )],
     );
+    out.push('\n');
+    out += &cpu_table(sizes, rounds, &cols);
     if !queues.is_empty() {
         out.push('\n');
         let qcols: Vec<String> = queues.iter().map(|q| format!("Q={}", q.tasks)).collect();
@@ -368,6 +418,8 @@ pub fn json(
                 "worker_writes_per_task": r.writes.worker_total() as f64 / r.tasks.n as f64,
                 "writes": r.writes,
                 "operator_cpu_s": r.operator_cpu_s,
+                "jobs_cpu_s": r.jobs_cpu_s,
+                "tasks_cpu_s": r.tasks_cpu_s,
                 "failed_jobs": r.jobs.failed,
                 "failed_tasks": r.tasks.failed,
             })
