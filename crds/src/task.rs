@@ -100,7 +100,7 @@ pub struct TaskSpec {
     /// below that standard are then up to the namespace's Pod Security
     /// admission. Default: those defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub security_context: Option<SecurityContext>,
+    pub security_context: Option<Box<SecurityContext>>,
 
     /// Where and how the pod runs: a subset of the PodSpec (placement,
     /// ServiceAccount, volumes, securityContext, labels and annotations).
@@ -113,7 +113,7 @@ pub struct TaskSpec {
         validation = Rule::new("!has(self.metadata) || !has(self.metadata.annotations) || self.metadata.annotations.all(k, !k.startsWith('longtask.dev/'))").message("spec.podTemplate.metadata.annotations: keys under longtask.dev/ are longtask's"),
         validation = Rule::new("!has(self.serviceAccountName) || self.serviceAccountName.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')").message("spec.podTemplate.serviceAccountName must be a ServiceAccount name: lowercase letters, digits, '-' and '.'")
     )]
-    pub pod_template: Option<PodTemplate>,
+    pub pod_template: Option<Box<PodTemplate>>,
 
     /// More arguments, appended after `command`. Default: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -149,7 +149,7 @@ pub struct TaskSpec {
         validation = crate::rules::quantities("limits"),
         validation = crate::rules::requests_within_limits()
     )]
-    pub resources: Option<ResourceRequirements>,
+    pub resources: Option<Box<ResourceRequirements>>,
 
     /// Longest the Task may run, in seconds, counted from the Job's start and
     /// across all retries; then it fails with reason DeadlineExceeded (the

@@ -33,7 +33,7 @@ pub fn template(
     worker_image: &str,
     link: BTreeMap<String, String>,
 ) -> PodTemplateSpec {
-    let user = task.spec.pod_template.clone().unwrap_or_default();
+    let user = *task.spec.pod_template.clone().unwrap_or_default();
     let meta = user.metadata.clone().unwrap_or_default();
     let mut pod_labels = meta.labels;
     pod_labels.extend(link);
@@ -157,12 +157,12 @@ fn program(task: &Task, id: &Identity<'_>, worker_image: &str) -> Container {
         command,
         args: Some(args),
         env: Some(env_vars),
-        resources: spec.resources.clone(),
+        resources: spec.resources.as_deref().cloned(),
         volume_mounts: Some(mounts),
         working_dir: spec.working_dir.clone(),
         security_context: Some(overlay(
             container_security(),
-            spec.security_context.as_ref(),
+            spec.security_context.as_deref(),
         )),
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         ..Container::default()

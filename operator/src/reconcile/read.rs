@@ -101,28 +101,40 @@ pub async fn cluster(
     let ours = job
         .as_ref()
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
-    let pods = match ours.filter(|_| reads.pods) {
-        Some(j) => api::list_pods(ctx, id.namespace, id.uid, j).await?,
-        None => Vec::new(),
-    };
+    // The reads are independent: one round trip, not four, between a
+    // Job's end and its Task's status.
+    let (pods, result, shards, kueue) = futures::try_join!(
+        async {
+            Ok::<_, Error>(match ours.filter(|_| reads.pods) {
+                Some(j) => api::list_pods(ctx, id.namespace, id.uid, j).await?,
+                None => Vec::new(),
+            })
+        },
+        async {
+            Ok(match reads.result {
+                true => api::get_result(ctx, id.namespace, &config_map_name(id.name)).await?,
+                false => None,
+            })
+        },
+        async {
+            Ok(match reads.shard_results {
+                true => api::list_shard_results(ctx, id.namespace, id.name, id.uid).await?,
+                false => Vec::new(),
+            })
+        },
+        async {
+            Ok(match ours.filter(|_| reads.workload) {
+                Some(j) => api::job_workload(ctx, id.namespace, j).await?,
+                None => None,
+            })
+        },
+    )?;
     // A running Job without pods: is the API server refusing them?
     let pod_refused = match ours {
         Some(j) if reads.pods && pods.is_empty() && observe::finish(j).is_none() => {
             api::pod_refusal(ctx, id.namespace, j).await?
         }
         _ => None,
-    };
-    let result = match reads.result {
-        true => api::get_result(ctx, id.namespace, &config_map_name(id.name)).await?,
-        false => None,
-    };
-    let shards = match reads.shard_results {
-        true => api::list_shard_results(ctx, id.namespace, id.name, id.uid).await?,
-        false => Vec::new(),
-    };
-    let kueue = match ours.filter(|_| reads.workload) {
-        Some(j) => api::job_workload(ctx, id.namespace, j).await?,
-        None => None,
     };
     let mut seen = Seen {
         kueue,

@@ -156,10 +156,10 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
     let spec = TaskSpec {
         command: a.command.clone(),
         image: a.image.clone(),
-        pod_template,
+        pod_template: pod_template.map(Box::new),
         args: Vec::new(),
         env: parse_env(&a.env)?,
-        resources,
+        resources: resources.map(Box::new),
         timeout_seconds,
         start_timeout_seconds: None,
         retries,

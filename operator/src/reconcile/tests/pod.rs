@@ -106,7 +106,7 @@ fn users_home_wins() {
 #[test]
 fn pod_template_shapes_the_pod_and_longtask_keeps_its_parts() {
     let mut t = task();
-    t.spec.pod_template = Some(PodTemplate {
+    t.spec.pod_template = Some(Box::new(PodTemplate {
         metadata: Some(PodMetadata {
             labels: BTreeMap::from([("team".into(), "ml".into())]),
             annotations: BTreeMap::from([("note".into(), "x".into())]),
@@ -132,17 +132,17 @@ fn pod_template_shapes_the_pod_and_longtask_keeps_its_parts() {
             ..PodSecurityContext::default()
         }),
         ..PodTemplate::default()
-    });
+    }));
     t.spec.volume_mounts = vec![VolumeMount {
         name: "data".into(),
         mount_path: "/data".into(),
         ..VolumeMount::default()
     }];
     t.spec.working_dir = Some("/data".into());
-    t.spec.security_context = Some(SecurityContext {
+    t.spec.security_context = Some(Box::new(SecurityContext {
         read_only_root_filesystem: Some(true),
         ..SecurityContext::default()
-    });
+    }));
     let j = job(&t, "w").unwrap();
     let tmpl = j.spec.unwrap().template;
     let meta = tmpl.metadata.unwrap();

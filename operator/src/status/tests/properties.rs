@@ -128,9 +128,11 @@ fn spec() -> BoxedStrategy<TaskSpec> {
                             value_from: None,
                         })
                         .collect(),
-                    resources: res.map(|m| ResourceRequirements {
-                        requests: Some(m.into_iter().map(|(k, v)| (k, Quantity(v))).collect()),
-                        ..ResourceRequirements::default()
+                    resources: res.map(|m| {
+                        Box::new(ResourceRequirements {
+                            requests: Some(m.into_iter().map(|(k, v)| (k, Quantity(v))).collect()),
+                            ..ResourceRequirements::default()
+                        })
                     }),
                     timeout_seconds: timeout,
                     start_timeout_seconds: start,
