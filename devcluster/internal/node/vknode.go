@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/client-go/util/workqueue"
 
 	"longtask.dev/devcluster/internal/node/kubelet"
 )
@@ -57,15 +58,25 @@ func (a *agent) startNode(name string, port int, capacity corev1.ResourceList, r
 	p.lister = podInformer.Lister()
 	a.providers = append(a.providers, p)
 
+	// A failed sync or status write is retried per pod, 5 ms doubling up
+	// to 1 s (a kubelet retries a status at its next sync). VK's default
+	// also shares one 10/s bucket among every retry of the node: after a
+	// burst of 200 pods it held finished pods' status back by up to 35 s.
+	perPod := func() workqueue.TypedRateLimiter[any] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[any](5*time.Millisecond, time.Second)
+	}
 	pc, err := vknode.NewPodController(vknode.PodControllerConfig{
-		PodClient:                 statusPatchingPods{a.client.CoreV1(), p},
-		PodInformer:               podInformer,
-		EventRecorder:             recorder,
-		Provider:                  p,
-		ConfigMapInformer:         unused.Core().V1().ConfigMaps(),
-		SecretInformer:            unused.Core().V1().Secrets(),
-		ServiceInformer:           unused.Core().V1().Services(),
-		SkipDownwardAPIResolution: true,
+		SyncPodsFromKubernetesRateLimiter:    perPod(),
+		DeletePodsFromKubernetesRateLimiter:  perPod(),
+		SyncPodStatusFromProviderRateLimiter: perPod(),
+		PodClient:                            statusPatchingPods{a.client.CoreV1(), p},
+		PodInformer:                          podInformer,
+		EventRecorder:                        recorder,
+		Provider:                             p,
+		ConfigMapInformer:                    unused.Core().V1().ConfigMaps(),
+		SecretInformer:                       unused.Core().V1().Secrets(),
+		ServiceInformer:                      unused.Core().V1().Services(),
+		SkipDownwardAPIResolution:            true,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("node %s: pod controller: %w", name, err)
