@@ -134,13 +134,23 @@ fn controller(
         .default_backoff()
         .modify(|c| c.managed_fields_mut().clear())
         .touched_objects();
-    // Where the queue moved, its queued Tasks are looked at again.
+    // Where the queue moved, its queued Tasks are looked at again. The
+    // moves waiting together (a namespace's Jobs deleted in a burst) are
+    // merged first, so the cache is walked once per namespace, not once
+    // per move.
     let queued = store.clone();
     let moves = ctx
         .queue
         .take_moves()
         .map(|rx| {
-            rx.flat_map(move |scope| futures::stream::iter(queued_in(&queued, scope.as_deref())))
+            rx.ready_chunks(1024)
+                .flat_map(move |scopes| {
+                    let refs: Vec<ObjectRef<Task>> = merge_scopes(scopes)
+                        .iter()
+                        .flat_map(|scope| queued_in(&queued, scope.as_deref()))
+                        .collect();
+                    futures::stream::iter(refs)
+                })
                 .boxed()
         })
         .unwrap_or_else(|| futures::stream::empty().boxed());
@@ -152,6 +162,16 @@ fn controller(
         .with_config(controller::Config::default().concurrency(concurrency))
         .shutdown_on_signal();
     (controller, job_store)
+}
+
+/// The distinct scopes of `moves`: every namespace (None) alone when it is
+/// among them, since it covers the rest.
+fn merge_scopes(moves: Vec<Option<String>>) -> Vec<Option<String>> {
+    let scopes: std::collections::BTreeSet<Option<String>> = moves.into_iter().collect();
+    if scopes.contains(&None) {
+        return vec![None];
+    }
+    scopes.into_iter().collect()
 }
 
 /// The Tasks waiting for a slot under longtask's own caps, in `namespace`
@@ -338,12 +358,22 @@ pub async fn shutdown_signal() {
 mod tests {
     use crds::{Phase, Task};
 
-    use super::{slim_job, slim_task, triggers};
+    use super::{merge_scopes, slim_job, slim_task, triggers};
     use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
     use crate::status::{self, desired};
 
     /// A slimmed Job wakes its Task exactly when the whole one would, and
     /// keeps what the queue reads (its Task label, its owner).
+    #[test]
+    fn moves_merge_per_namespace_and_all_covers_every_one() {
+        let ns = |n: &str| Some(n.to_owned());
+        assert_eq!(
+            merge_scopes(vec![ns("b"), ns("a"), ns("b"), ns("a")]),
+            vec![ns("a"), ns("b")]
+        );
+        assert_eq!(merge_scopes(vec![ns("a"), None, ns("b")]), vec![None]);
+    }
+
     #[test]
     fn slim_jobs_trigger_as_whole_ones() {
         for job in [
