@@ -68,9 +68,13 @@ pub async fn plugin_logs_follows_retry(_c: Arc<Cluster>, ns: TestNs) -> Result<(
     let env = "  retries: 1\n  env:\n  - name: OUTCOME\n    valueFrom:\n      configMapKeyRef: {name: outcome, key: outcome}\n";
     ns.apply(&sh_task(
         "flaky",
-        r#"echo "attempt $OUTCOME starts"; sleep 3
-if [ "$OUTCOME" = fail ]; then echo "attempt fail gives up"; exit 1; fi
-echo "attempt pass done"; echo ok > "$LONGTASK_RESULT""#,
+        // The failing attempt lasts 12 s: the ConfigMap is switched once
+        // the pod's status shows its container started, which lagged 7 s on
+        // loaded container nodes; with 3 s the retry had started (and read
+        // "fail") before the switch.
+        r#"echo "attempt $OUTCOME starts"
+if [ "$OUTCOME" = fail ]; then sleep 12; echo "attempt fail gives up"; exit 1; fi
+sleep 3; echo "attempt pass done"; echo ok > "$LONGTASK_RESULT""#,
         env,
     ))?;
     let api = tasks(&ns.client, &ns.name);
