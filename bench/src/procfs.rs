@@ -69,17 +69,11 @@ pub fn sample(pid: u32, ticks: f64) -> Result<Sample> {
             .and_then(|n| n.parse::<u64>().ok())
             .unwrap_or(0)
     };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .with_context(|| format!("read /proc/{pid}/stat"))?;
-    // Split after the parenthesised command name (which may hold spaces):
-    // field 3 (state) is then index 0, so utime (14) and stime (15) are 11, 12.
-    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let t = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
+    let [utime, stime, _, _] = stat_times(pid)?;
     Ok(Sample {
         rss_kib: kib("VmRSS:"),
         hwm_kib: kib("VmHWM:"),
-        cpu_s: (t(11) + t(12)) as f64 / ticks,
+        cpu_s: (utime + stime) as f64 / ticks,
     })
 }
 
@@ -118,13 +112,19 @@ pub fn cluster_cpu(dir: &Path, ticks: f64) -> Result<std::collections::BTreeMap<
 
 /// utime+stime+cutime+cstime of `pid`, in seconds (0 when it is gone).
 fn with_children(pid: u32, ticks: f64) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
+    stat_times(pid).map_or(0.0, |t| t.iter().sum::<u64>() as f64 / ticks)
+}
+
+/// utime, stime, cutime and cstime of `pid`, in clock ticks.
+fn stat_times(pid: u32) -> Result<[u64; 4]> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .with_context(|| format!("read /proc/{pid}/stat"))?;
+    // Split after the parenthesised command name (which may hold spaces):
+    // field 3 (state) is then index 0, so utime (14) .. cstime (17) are 11 .. 14.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or_default();
     let f: Vec<&str> = rest.split_whitespace().collect();
     let t = |i: usize| f.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0);
-    (t(11) + t(12) + t(13) + t(14)) as f64 / ticks
+    Ok([t(11), t(12), t(13), t(14)])
 }
 
 /// Busy CPU seconds of the whole machine (all but idle and iowait).
@@ -156,4 +156,18 @@ pub fn cpu_spent(
         .iter()
         .map(|(k, v)| (k.clone(), v - before.get(k).copied().unwrap_or(0.0)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Our own process reads; a pid that does not exist counts nothing.
+    #[test]
+    fn stat_times_read_and_missing() {
+        let me = std::process::id();
+        assert!(stat_times(me).is_ok());
+        assert!(sample(me, clock_ticks()).is_ok_and(|s| s.rss_kib > 0));
+        assert_eq!(with_children(u32::MAX, 100.0), 0.0);
+    }
 }
