@@ -62,6 +62,8 @@ pub struct Context {
     pub backoff: Backoff,
     pub queue: crate::queue::Queue,
     pub rbac: WorkerRbac,
+    /// Pods and result ConfigMaps as the watches saw them.
+    pub caches: crate::cache::Caches,
 }
 
 /// Namespaces whose worker ServiceAccount and RoleBinding were applied

@@ -14,6 +14,7 @@
 //! - [`telemetry`]: metrics, what a transition measures, the HTTP server.
 //! - [`controller`]: the watches that wake reconciles.
 
+pub mod cache;
 pub mod call;
 pub mod context;
 pub mod controller;

@@ -177,6 +177,7 @@ fn context(cli: &Cli, client: &Client) -> Arc<Context> {
         backoff: Backoff::default(),
         queue: Queue::new(cli.max_active_tasks, cli.namespace.clone()),
         rbac: WorkerRbac::new(Duration::from_secs(600)),
+        caches: Default::default(),
     })
 }
 

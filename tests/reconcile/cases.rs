@@ -36,6 +36,8 @@ fn context(client: &Client) -> Arc<Context> {
         backoff: Backoff::default(),
         queue: Queue::new(None, None),
         rbac: WorkerRbac::new(Duration::from_secs(600)),
+        // No watches here: every read goes to the API server.
+        caches: Default::default(),
     })
 }
 

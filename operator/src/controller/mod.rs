@@ -24,7 +24,7 @@ use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::context::Context;
-use crate::{reconcile, status};
+use crate::{cache, reconcile, status};
 
 /// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
 pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, concurrency: u16) {
@@ -103,7 +103,9 @@ fn controller(
     .applied_objects();
     // Owned Jobs and pods wake a Task only when what its status reads
     // changed (`triggers.rs`); result ConfigMaps on any change (their data
-    // is read on demand, so their watch carries metadata only).
+    // is read on demand, so their watch carries metadata only). Each watch
+    // fills its cache (`cache.rs`, the Jobs' in the queue) before it wakes
+    // a Task, so the reconcile reads there what woke it.
     let jobs: Api<Job> = api(client, ns);
     let (job_store, job_writer) = reflector::store();
     let on_job_delete = ctx.clone();
@@ -123,17 +125,27 @@ fn controller(
         triggers::job_key,
     );
     let pods: Api<Pod> = api(client, ns);
+    let (pod_store, pod_writer) = reflector::store();
+    ctx.caches.set_pods(pod_store);
     let pod_stream = triggers::changed(
-        watcher(pods, ours())
-            .default_backoff()
-            .modify(|p: &mut Pod| p.managed_fields_mut().clear()),
+        reflector(
+            pod_writer,
+            watcher(pods, ours())
+                .default_backoff()
+                .modify(cache::slim_pod),
+        ),
         triggers::pod_key,
     );
     let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
-    let cm_stream = watcher(cms, ours())
-        .default_backoff()
-        .modify(|c| c.managed_fields_mut().clear())
-        .touched_objects();
+    let (cm_store, cm_writer) = reflector::store();
+    ctx.caches.set_results(cm_store);
+    let cm_stream = reflector(
+        cm_writer,
+        watcher(cms, ours())
+            .default_backoff()
+            .modify(cache::slim_result),
+    )
+    .touched_objects();
     // Where the queue moved, its queued Tasks are looked at again. The
     // moves waiting together (a namespace's Jobs deleted in a burst) are
     // merged first, so the cache is walked once per namespace, not once
@@ -186,31 +198,19 @@ fn queued_in(store: &reflector::Store<Task>, namespace: Option<&str>) -> Vec<Obj
         .collect()
 }
 
-/// Keeps of a watched Job only what the triggers and the queue read: its
-/// identity, owner and Task label, generation, `spec.suspend`, and the
-/// status' counts and conditions (type and status). A reconcile that needs
-/// more reads the Job from the API server; thousands of Jobs stay small.
+/// Keeps of a watched Job what the triggers, the queue and the status
+/// read: all of it but the pod template (and the rest of the spec but
+/// `suspend`), managed fields and finalizers. A reconcile reads its Task's
+/// Job from this cache, so thousands of Jobs stay small and a look costs
+/// no API call.
 fn slim_job(j: &mut Job) {
     let m = &mut j.metadata;
     m.managed_fields = None;
-    m.annotations = None;
     m.finalizers = None;
-    if let Some(labels) = m.labels.as_mut() {
-        labels.retain(|k, _| k == labels::TASK_UID);
-    }
     j.spec = j.spec.take().map(|s| JobSpec {
         suspend: s.suspend,
         ..JobSpec::default()
     });
-    if let Some(st) = j.status.as_mut() {
-        for c in st.conditions.iter_mut().flatten() {
-            c.message = None;
-            c.reason = None;
-        }
-        st.completed_indexes = None;
-        st.failed_indexes = None;
-        st.uncounted_terminated_pods = None;
-    }
 }
 
 /// Marks the operator ready once the Task cache has synced. Polls with a

@@ -7,7 +7,9 @@ use crds::result::config_map_name;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::runtime::reflector::ObjectRef;
 
+use crate::cache;
 use crate::context::Context;
 use crate::queue::Wait;
 use crate::reconcile::admit::{self, Admission};
@@ -31,10 +33,7 @@ pub enum Found {
 /// Finds the Task's Job, or starts it when the Task may start.
 pub async fn job(ctx: &Context, task: &Task, id: &Identity<'_>) -> Result<Found, Error> {
     let look_first = match plan::find(task) {
-        Find::Get => {
-            let job = api::get_job(ctx, id.namespace, id.name).await?;
-            return Ok(Found::Job(job.map(Box::new)));
-        }
+        Find::Get => return Ok(Found::Job(recorded_job(ctx, task, id).await?.map(Box::new))),
         Find::GetThenStart => true,
         // Waiting, as the caches show: no API call at all.
         Find::Start if let Some(wait) = admit::waits_from_cache(ctx, task) => {
@@ -51,6 +50,24 @@ pub async fn job(ctx: &Context, task: &Task, id: &Identity<'_>) -> Result<Found,
         Admission::Wait(w) => Found::Wait(w),
         Admission::Refused(why) => Found::Refused(why),
     })
+}
+
+/// The Job of a Task that had one: from the Job cache when the cache
+/// holds the very Job the status records (the watch wakes the Task on each
+/// change of it, so a newer one is on its way), else from the API server
+/// (just created, replaced, gone, or the cache not synced yet).
+async fn recorded_job(ctx: &Context, task: &Task, id: &Identity<'_>) -> Result<Option<Job>, Error> {
+    let recorded = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
+    let cached = ctx
+        .queue
+        .jobs()
+        .and_then(|store| store.get(&ObjectRef::new(id.name).within(id.namespace)))
+        .filter(|j| recorded.is_some() && j.metadata.uid.as_deref() == recorded);
+    if let Some(j) = cached {
+        ctx.metrics.cache_read("job");
+        return Ok(Some(Job::clone(&j)));
+    }
+    Ok(api::get_job(ctx, id.namespace, id.name).await?)
 }
 
 /// Everything one reconcile read about a Task that has (or had) a Job.
@@ -103,16 +120,24 @@ pub async fn cluster(
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
     // The reads are independent: one round trip, not four, between a
     // Job's end and its Task's status.
+    let result_name = config_map_name(id.name);
+    let final_read = reads.fence.is_some();
     let (pods, result, shards, kueue) = futures::try_join!(
         async {
             Ok::<_, Error>(match ours.filter(|_| reads.pods) {
-                Some(j) => api::list_pods(ctx, id.namespace, id.uid, j).await?,
+                Some(j) => pods(ctx, id, j, final_read).await?,
                 None => Vec::new(),
             })
         },
         async {
-            Ok(match reads.result {
-                true => api::get_result(ctx, id.namespace, &config_map_name(id.name)).await?,
+            // While the Job runs, a result the cache has not seen is not
+            // there yet: its creation wakes the Task.
+            let absent = !final_read && !ctx.caches.may_have_result(id.namespace, &result_name);
+            if absent && reads.result {
+                ctx.metrics.cache_read("result");
+            }
+            Ok(match reads.result && !absent {
+                true => api::get_result(ctx, id.namespace, &result_name).await?,
                 false => None,
             })
         },
@@ -129,9 +154,10 @@ pub async fn cluster(
             })
         },
     )?;
-    // A running Job without pods: is the API server refusing them?
+    // A running Job without pods, and none active: is the API server
+    // refusing them? (A pod the cache has not seen yet is counted active.)
     let pod_refused = match ours {
-        Some(j) if reads.pods && pods.is_empty() && observe::finish(j).is_none() => {
+        Some(j) if reads.pods && pods.is_empty() && observe::finish(j).is_none() && !active(j) => {
             api::pod_refusal(ctx, id.namespace, j).await?
         }
         _ => None,
@@ -153,6 +179,29 @@ pub async fn cluster(
     }
     seen.job = job;
     Ok(seen)
+}
+
+/// The pods of `job`: from the pod cache, except for a final read before
+/// the cache shows every pod the Job counted as finished (the last
+/// status keeps their exit codes), or before it synced.
+async fn pods(
+    ctx: &Context,
+    id: &Identity<'_>,
+    job: &Job,
+    final_read: bool,
+) -> Result<Vec<Pod>, Error> {
+    match ctx.caches.pods(id.namespace, id.uid, job) {
+        Some(pods) if !final_read || cache::caught_up(job, &pods) => {
+            ctx.metrics.cache_read("pods");
+            Ok(pods)
+        }
+        _ => Ok(api::list_pods(ctx, id.namespace, id.uid, job).await?),
+    }
+}
+
+/// True when the Job controller counts a pod of `job` as active.
+fn active(job: &Job) -> bool {
+    job.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
 }
 
 /// Keeps only results written by a pod of the Job `job_uid` (its current

@@ -1,0 +1,185 @@
+//! The reconciler's read caches of cluster facts, filled by the
+//! controller's watches before they wake a Task: the pods of Tasks' Jobs
+//! (slimmed) and which result ConfigMaps exist (metadata only). A reconcile
+//! reads them instead of the API server while its Task runs; what it reads
+//! as final (the pods whose exit codes the last status keeps) comes from
+//! the cache only once the cache shows every pod the Job counted as
+//! finished, else from the API server. Never Task state: a restart lists
+//! them again.
+
+use std::sync::OnceLock;
+
+use crds::names::labels;
+use futures::FutureExt;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::ResourceExt;
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+/// The caches, set once the controller's watches are made.
+#[derive(Default)]
+pub struct Caches {
+    pods: OnceLock<Store<Pod>>,
+    results: OnceLock<Store<PartialObjectMeta<ConfigMap>>>,
+}
+
+impl Caches {
+    pub fn set_pods(&self, store: Store<Pod>) {
+        let _ = self.pods.set(store);
+    }
+
+    pub fn set_results(&self, store: Store<PartialObjectMeta<ConfigMap>>) {
+        let _ = self.results.set(store);
+    }
+
+    /// The pods of Job `job` of the Task with UID `task_uid`, when the pod
+    /// cache has synced; `None` before (ask the API server).
+    pub fn pods(&self, namespace: &str, task_uid: &str, job: &Job) -> Option<Vec<Pod>> {
+        let store = ready(self.pods.get()?)?;
+        let job_uid = job.metadata.uid.as_deref()?;
+        Some(
+            store
+                .state_filter(|p| {
+                    p.metadata.namespace.as_deref() == Some(namespace)
+                        && p.labels().get(labels::TASK_UID).map(String::as_str) == Some(task_uid)
+                        && controlled_by(p, job_uid)
+                })
+                .into_iter()
+                .map(|p| Pod::clone(&p))
+                .collect(),
+        )
+    }
+
+    /// False when the cache has synced and holds no ConfigMap `name`:
+    /// nothing to read yet (its creation wakes the Task). True otherwise.
+    pub fn may_have_result(&self, namespace: &str, name: &str) -> bool {
+        let Some(store) = self.results.get().and_then(ready) else {
+            return true;
+        };
+        store.get(&ObjectRef::new(name).within(namespace)).is_some()
+    }
+}
+
+fn ready<K>(store: &Store<K>) -> Option<&Store<K>>
+where
+    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + std::hash::Hash + Clone,
+{
+    store.wait_until_ready().now_or_never()?.ok()?;
+    Some(store)
+}
+
+fn controlled_by(pod: &Pod, job_uid: &str) -> bool {
+    pod.owner_references()
+        .iter()
+        .any(|o| o.controller == Some(true) && o.uid == job_uid)
+}
+
+/// True when `job` has finished and `pods` (from the cache) show every pod
+/// it counted as finished, all finished: the cache has caught up with the
+/// Job, so its exit codes are the final ones. (An unfinished Job read as
+/// final, cancelled or replaced, is always read from the API server: a pod
+/// the cache has not seen yet would look like no pod at all.)
+pub fn caught_up(job: &Job, pods: &[Pod]) -> bool {
+    if crate::status::observe::finish(job).is_none() {
+        return false;
+    }
+    let st = job.status.as_ref();
+    let want_ok = st.and_then(|s| s.succeeded).unwrap_or(0);
+    let want_failed = st.and_then(|s| s.failed).unwrap_or(0);
+    let phase = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.clone());
+    let (mut ok, mut failed) = (0, 0);
+    for p in pods {
+        match phase(p).as_deref() {
+            Some("Succeeded") => ok += 1,
+            Some("Failed") => failed += 1,
+            _ => return false,
+        }
+    }
+    ok >= want_ok && failed >= want_failed
+}
+
+/// Keeps of a watched pod what the status and the triggers read: its
+/// metadata (no managed fields) and status (no images, IDs, addresses or
+/// resources); not its spec.
+pub fn slim_pod(p: &mut Pod) {
+    p.metadata.managed_fields = None;
+    p.spec = None;
+    if let Some(st) = p.status.as_mut() {
+        st.host_ips = None;
+        st.pod_ips = None;
+        st.host_ip = None;
+        st.pod_ip = None;
+        st.allocated_resources = None;
+        st.resources = None;
+        st.volume_health = None;
+        let all = st
+            .container_statuses
+            .iter_mut()
+            .chain(st.init_container_statuses.iter_mut())
+            .chain(st.ephemeral_container_statuses.iter_mut())
+            .flatten();
+        for c in all {
+            c.image_id = String::new();
+            c.container_id = None;
+            c.allocated_resources = None;
+            c.allocated_resources_status = None;
+            c.resources = None;
+            c.volume_mounts = None;
+            c.user = None;
+        }
+    }
+}
+
+/// Keeps of a watched result ConfigMap its name and owner (the cache
+/// answers "does it exist?", the trigger maps it to its Task).
+pub fn slim_result(c: &mut PartialObjectMeta<ConfigMap>) {
+    c.metadata.managed_fields = None;
+    c.metadata.annotations = None;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures::{JobFixture, PodFixture};
+
+    #[test]
+    fn final_pods_come_from_the_cache_only_once_it_caught_up() {
+        let job = JobFixture::ours().failed("BackoffLimitExceeded").build();
+        let done = PodFixture::new("p").exited(1).build();
+        let running = PodFixture::new("p").build();
+        assert!(caught_up(&job, std::slice::from_ref(&done)));
+        // The Job counted a pod the cache does not show finished yet.
+        assert!(!caught_up(&job, &[]));
+        assert!(!caught_up(&job, &[running]));
+        // Cancelled (read as final) while it runs: never from the cache.
+        let cancelled = JobFixture::ours().suspended().active(0).build();
+        assert!(!caught_up(&cancelled, &[]));
+    }
+
+    #[test]
+    fn a_slim_pod_says_what_the_whole_one_says() {
+        use crate::controller::triggers::pod_key;
+        use crate::status::observe;
+        for pod in [
+            PodFixture::new("p").build(),
+            PodFixture::new("p").exited(0).build(),
+            PodFixture::new("p").exited(143).build(),
+            PodFixture::new("p")
+                .exited(143)
+                .disrupted("EvictionByEvictionAPI", 5)
+                .build(),
+        ] {
+            let mut slim = pod.clone();
+            slim_pod(&mut slim);
+            assert_eq!(pod_key(&slim), pod_key(&pod));
+            assert_eq!(observe::exit_code(&slim), observe::exit_code(&pod));
+            assert_eq!(observe::waiting(&slim), observe::waiting(&pod));
+            assert_eq!(
+                slim.metadata.owner_references,
+                pod.metadata.owner_references
+            );
+        }
+    }
+}
