@@ -13,6 +13,8 @@
 //!   the API).
 //! - [`telemetry`]: metrics, what a transition measures, the HTTP server.
 //! - [`controller`]: the watches that wake reconciles.
+//! - [`cache`]: what those watches saw of pods and result ConfigMaps, read
+//!   by reconciles instead of the API server while a Task runs.
 
 pub mod cache;
 pub mod call;
