@@ -4,10 +4,13 @@
 //! reads them instead of the API server while its Task runs; what it reads
 //! as final (the pods whose exit codes the last status keeps) comes from
 //! the cache only once the cache shows every pod the Job counted as
-//! finished, else from the API server. Never Task state: a restart lists
-//! them again.
+//! finished, else from the API server. And which version of its result a
+//! running Task's status shows, so an unchanged result is not read again.
+//! Never Task state: a restart lists them again (and reads each result
+//! once more).
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 use crds::names::labels;
 use futures::FutureExt;
@@ -17,11 +20,18 @@ use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+/// Past this many Tasks with a result shown, the notes are dropped (a
+/// Task deleted while it ran leaves its note behind): one more read each.
+const SHOWN_MAX: usize = 100_000;
+
 /// The caches, set once the controller's watches are made.
 #[derive(Default)]
 pub struct Caches {
     pods: OnceLock<Store<Pod>>,
     results: OnceLock<Store<PartialObjectMeta<ConfigMap>>>,
+    /// Per running Task (UID), the resourceVersion of its result
+    /// ConfigMap that its status shows (read, then written or unchanged).
+    shown: Mutex<HashMap<String, String>>,
 }
 
 impl Caches {
@@ -51,13 +61,37 @@ impl Caches {
         )
     }
 
-    /// False when the cache has synced and holds no ConfigMap `name`:
-    /// nothing to read yet (its creation wakes the Task). True otherwise.
-    pub fn may_have_result(&self, namespace: &str, name: &str) -> bool {
+    /// False when the cache has synced and holds no result ConfigMap
+    /// `name`, or the very version the status of Task `task_uid` shows:
+    /// nothing new to read (its next change wakes the Task). True
+    /// otherwise.
+    pub fn result_is_new(&self, namespace: &str, name: &str, task_uid: &str) -> bool {
         let Some(store) = self.results.get().and_then(ready) else {
             return true;
         };
-        store.get(&ObjectRef::new(name).within(namespace)).is_some()
+        let Some(cm) = store.get(&ObjectRef::new(name).within(namespace)) else {
+            return false;
+        };
+        let shown = self.shown.lock().ok();
+        let seen = shown.as_ref().and_then(|m| m.get(task_uid));
+        seen.is_none() || seen != cm.metadata.resource_version.as_ref()
+    }
+
+    /// The status of Task `task_uid` now shows version `rv` of its result.
+    pub fn result_shown(&self, task_uid: &str, rv: String) {
+        if let Ok(mut m) = self.shown.lock() {
+            if m.len() >= SHOWN_MAX && !m.contains_key(task_uid) {
+                m.clear();
+            }
+            m.insert(task_uid.to_owned(), rv);
+        }
+    }
+
+    /// Task `task_uid` ended: its result is read as final, never again.
+    pub fn forget_result(&self, task_uid: &str) {
+        if let Ok(mut m) = self.shown.lock() {
+            m.remove(task_uid);
+        }
     }
 }
 
@@ -143,6 +177,37 @@ pub fn slim_result(c: &mut PartialObjectMeta<ConfigMap>) {
 mod tests {
     use super::*;
     use crate::fixtures::{JobFixture, PodFixture};
+
+    #[test]
+    fn a_result_is_read_while_running_only_when_new() {
+        use kube::runtime::watcher::Event;
+        let caches = Caches::default();
+        // Before the watch synced, every result is read.
+        let (store, mut writer) = kube::runtime::reflector::store();
+        caches.set_results(store);
+        assert!(caches.result_is_new("ns", "t-result", "uid"));
+        let cm = |rv: &str| {
+            let mut c = PartialObjectMeta::<ConfigMap>::default();
+            c.metadata.name = Some("t-result".into());
+            c.metadata.namespace = Some("ns".into());
+            c.metadata.resource_version = Some(rv.into());
+            c
+        };
+        writer.apply_watcher_event(&Event::Init);
+        writer.apply_watcher_event(&Event::InitDone);
+        // Synced, and none written yet.
+        assert!(!caches.result_is_new("ns", "t-result", "uid"));
+        writer.apply_watcher_event(&Event::Apply(cm("5")));
+        assert!(caches.result_is_new("ns", "t-result", "uid"));
+        caches.result_shown("uid", "5".into());
+        assert!(!caches.result_is_new("ns", "t-result", "uid"));
+        assert!(caches.result_is_new("ns", "t-result", "another"));
+        writer.apply_watcher_event(&Event::Apply(cm("6")));
+        assert!(caches.result_is_new("ns", "t-result", "uid"));
+        caches.result_shown("uid", "6".into());
+        caches.forget_result("uid");
+        assert!(caches.result_is_new("ns", "t-result", "uid"));
+    }
 
     #[test]
     fn final_pods_come_from_the_cache_only_once_it_caught_up() {

@@ -83,6 +83,8 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     }
     let id = build::identity(task)?;
     let mut overtook = false;
+    // The version of the result ConfigMap this reconcile read, if any.
+    let mut result_read = None;
     let desired = match validate::validate(task) {
         Err(message) => status::invalid(task, message, now),
         Ok(()) => match read::job(ctx, task, &id).await? {
@@ -94,6 +96,10 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
             Found::Refused(why) => status::refused(task, &why, now),
             Found::Job(job) => {
                 let seen = read::cluster(ctx, task, &id, job).await?;
+                result_read = seen
+                    .result
+                    .as_ref()
+                    .and_then(|r| r.metadata.resource_version.clone());
                 let desired = status::desired(task, &seen.observed(now));
                 effects::before_write(ctx, task, &seen, &desired).await?;
                 desired
@@ -105,6 +111,16 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
     if overtook && written != Written::Stale {
         // Shown in the queue ahead of Tasks that show their place.
         ctx.queue.moved(id.namespace);
+    }
+    match &written {
+        Written::Patched { ended: true } => ctx.caches.forget_result(id.uid),
+        // The status now shows what that version of the result says.
+        Written::Patched { ended: false } | Written::Unchanged => {
+            if let Some(rv) = result_read {
+                ctx.caches.result_shown(id.uid, rv);
+            }
+        }
+        Written::Stale => {}
     }
     if written == (Written::Patched { ended: true }) {
         effects::after_end(ctx, task).await;

@@ -131,12 +131,13 @@ pub async fn cluster(
         },
         async {
             // While the Job runs, a result the cache has not seen is not
-            // there yet: its creation wakes the Task.
-            let absent = !final_read && !ctx.caches.may_have_result(id.namespace, &result_name);
-            if absent && reads.result {
+            // there yet (its creation wakes the Task), and one the status
+            // already shows has nothing new (its next change wakes it).
+            let skip = !final_read && !ctx.caches.result_is_new(id.namespace, &result_name, id.uid);
+            if skip && reads.result {
                 ctx.metrics.cache_read("result");
             }
-            Ok(match reads.result && !absent {
+            Ok(match reads.result && !skip {
                 true => api::get_result(ctx, id.namespace, &result_name).await?,
                 false => None,
             })
