@@ -135,8 +135,8 @@ pub fn caught_up(job: &Job, pods: &[Pod]) -> bool {
 }
 
 /// Keeps of a watched pod what the status and the triggers read: its
-/// metadata (no managed fields) and status (no images, IDs, addresses or
-/// resources); not its spec.
+/// metadata (no managed fields) and status (no image or container IDs,
+/// addresses, resources or volume mounts); not its spec.
 pub fn slim_pod(p: &mut Pod) {
     p.metadata.managed_fields = None;
     p.spec = None;
