@@ -131,8 +131,19 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
                 let ticks = procfs::clock_ticks();
                 let cpu0 = operator_cpu(cluster)?;
                 let all0 = procfs::cluster_cpu(&cluster.dir, ticks)?;
+                let tasks = kind == Kind::Tasks;
+                let calls0 = if tasks {
+                    queue::counters(cluster).await?
+                } else {
+                    (0.0, 0.0)
+                };
                 let b = batch::run(&cluster.client, &ns, kind, n, cli.inflight).await?;
                 let cpu = operator_cpu(cluster)? - cpu0;
+                let calls1 = if tasks {
+                    queue::counters(cluster).await?
+                } else {
+                    (0.0, 0.0)
+                };
                 let mut all = procfs::cpu_spent(&all0, &procfs::cluster_cpu(&cluster.dir, ticks)?);
                 all.insert("operator".to_owned(), cpu);
                 eprintln!(
@@ -148,6 +159,8 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
                         pair.tasks = Some(b);
                         pair.cpu = cpu;
                         pair.tasks_cpu = all;
+                        pair.requests = calls1.0 - calls0.0;
+                        pair.reconciles = calls1.1 - calls0.1;
                     }
                 }
             }
@@ -168,6 +181,8 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
             tasks,
             writes: w,
             operator_cpu_s: p.cpu,
+            operator_requests: p.requests,
+            operator_reconciles: p.reconciles,
             jobs_cpu_s: p.jobs_cpu,
             tasks_cpu_s: p.tasks_cpu,
         });
@@ -243,6 +258,10 @@ struct Batch2 {
     jobs: Option<batch::Batch>,
     tasks: Option<batch::Batch>,
     cpu: f64,
+    /// The operator's own counters over the Tasks batch: API requests
+    /// (every verb, reads included) and reconciles.
+    requests: f64,
+    reconciles: f64,
     /// CPU seconds per component during each batch (`procfs::cluster_cpu`).
     jobs_cpu: BTreeMap<String, f64>,
     tasks_cpu: BTreeMap<String, f64>,

@@ -60,7 +60,7 @@ pub async fn measure(cluster: &Cluster, ns: &str, n: usize, inflight: usize) -> 
 
 /// The operator's (API requests, reconciles) so far, from its /metrics on
 /// its pod IP (process nodes: an address of this machine).
-async fn counters(cluster: &Cluster) -> Result<(f64, f64)> {
+pub async fn counters(cluster: &Cluster) -> Result<(f64, f64)> {
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), SYSTEM_NS);
     let lp = ListParams::default().labels("app.kubernetes.io/name=longtask-operator");
     let ip = pods
@@ -68,8 +68,12 @@ async fn counters(cluster: &Cluster) -> Result<(f64, f64)> {
         .await?
         .items
         .into_iter()
-        .find_map(|p| p.status.and_then(|s| s.pod_ip))
-        .context("no operator pod with an IP")?;
+        // Not one going away (the install's second replica, scaled down).
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| p.status)
+        .filter(|s| s.phase.as_deref() == Some("Running"))
+        .find_map(|s| s.pod_ip)
+        .context("no running operator pod with an IP")?;
     let text = http_get(&format!("{ip}:8080"), "/metrics").await?;
     let sum = |name: &str| {
         text.lines()

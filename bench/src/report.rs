@@ -18,6 +18,10 @@ pub struct Round {
     pub tasks: Batch,
     pub writes: Writes,
     pub operator_cpu_s: f64,
+    /// The operator's API requests (every verb) and reconciles during the
+    /// Tasks batch, from its own /metrics.
+    pub operator_requests: f64,
+    pub operator_reconciles: f64,
     /// CPU seconds per component during the bare Jobs' batch and during
     /// the Tasks' (`procfs::cluster_cpu`, plus "operator").
     pub jobs_cpu_s: BTreeMap<String, f64>,
@@ -262,16 +266,20 @@ pub fn render(
     out.push('\n');
     out += &writes_table(sizes, rounds, &cols);
     out.push('\n');
+    let per_task =
+        |f: fn(&Round) -> f64| cells(sizes, rounds, move |r| f2(f(r) / r.tasks.n as f64));
     out += &table(
-        "Operator CPU during the Tasks batch, ms per Task (utime+stime)",
+        "The operator during the Tasks batch, per Task (CPU: utime+stime; API requests of every verb, reads included, and reconciles: its own /metrics)",
         &cols,
-        &[(
-            "operator".into(),
-            cells(sizes, rounds, |r| {
-                f2(r.operator_cpu_s * 1000.0 / r.tasks.n as f64)
-            }),
-            "",
-        )],
+        &[
+            (
+                "CPU, ms".into(),
+                per_task(|r| r.operator_cpu_s * 1000.0),
+                "",
+            ),
+            ("API requests".into(), per_task(|r| r.operator_requests), ""),
+            ("reconciles".into(), per_task(|r| r.operator_reconciles), ""),
+        ],
     );
     out.push('\n');
     out += &cpu_table(sizes, rounds, &cols);
@@ -418,6 +426,8 @@ pub fn json(
                 "worker_writes_per_task": r.writes.worker_total() as f64 / r.tasks.n as f64,
                 "writes": r.writes,
                 "operator_cpu_s": r.operator_cpu_s,
+                "operator_requests_per_task": r.operator_requests / r.tasks.n as f64,
+                "operator_reconciles_per_task": r.operator_reconciles / r.tasks.n as f64,
                 "jobs_cpu_s": r.jobs_cpu_s,
                 "tasks_cpu_s": r.tasks_cpu_s,
                 "failed_jobs": r.jobs.failed,
