@@ -18,7 +18,9 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::{Lookup, ObjectRef, Store};
+
+use crate::status::observe;
 
 /// Past this many Tasks with a result shown, the notes are dropped (a
 /// Task deleted while it ran leaves its note behind): one more read each.
@@ -53,7 +55,7 @@ impl Caches {
                 .state_filter(|p| {
                     p.metadata.namespace.as_deref() == Some(namespace)
                         && p.labels().get(labels::TASK_UID).map(String::as_str) == Some(task_uid)
-                        && controlled_by(p, job_uid)
+                        && observe::controlled_by(&p.metadata, job_uid)
                 })
                 .into_iter()
                 .map(|p| Pod::clone(&p))
@@ -95,19 +97,14 @@ impl Caches {
     }
 }
 
-fn ready<K>(store: &Store<K>) -> Option<&Store<K>>
+/// `store`, once its watch has listed everything (never waits).
+pub fn ready<K>(store: &Store<K>) -> Option<&Store<K>>
 where
-    K: kube::runtime::reflector::Lookup + Clone + 'static,
+    K: Lookup + Clone + 'static,
     K::DynamicType: Eq + std::hash::Hash + Clone,
 {
     store.wait_until_ready().now_or_never()?.ok()?;
     Some(store)
-}
-
-fn controlled_by(pod: &Pod, job_uid: &str) -> bool {
-    pod.owner_references()
-        .iter()
-        .any(|o| o.controller == Some(true) && o.uid == job_uid)
 }
 
 /// True when `job` has finished and `pods` (from the cache) show every pod
@@ -116,7 +113,7 @@ fn controlled_by(pod: &Pod, job_uid: &str) -> bool {
 /// final, cancelled or replaced, is always read from the API server: a pod
 /// the cache has not seen yet would look like no pod at all.)
 pub fn caught_up(job: &Job, pods: &[Pod]) -> bool {
-    if crate::status::observe::finish(job).is_none() {
+    if observe::finish(job).is_none() {
         return false;
     }
     let st = job.status.as_ref();
@@ -166,8 +163,9 @@ pub fn slim_pod(p: &mut Pod) {
     }
 }
 
-/// Keeps of a watched result ConfigMap its name and owner (the cache
-/// answers "does it exist?", the trigger maps it to its Task).
+/// Keeps of a watched result ConfigMap its metadata but managed fields and
+/// annotations (the cache answers "does it exist, at which version?", the
+/// trigger maps it to its Task by its owner).
 pub fn slim_result(c: &mut PartialObjectMeta<ConfigMap>) {
     c.metadata.managed_fields = None;
     c.metadata.annotations = None;

@@ -362,8 +362,6 @@ mod tests {
     use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
     use crate::status::{self, desired};
 
-    /// A slimmed Job wakes its Task exactly when the whole one would, and
-    /// keeps what the queue reads (its Task label, its owner).
     #[test]
     fn moves_merge_per_namespace_and_all_covers_every_one() {
         let ns = |n: &str| Some(n.to_owned());
@@ -374,6 +372,8 @@ mod tests {
         assert_eq!(merge_scopes(vec![ns("a"), None, ns("b")]), vec![None]);
     }
 
+    /// A slimmed Job wakes its Task exactly when the whole one would, and
+    /// keeps what the queue reads (its Task label, its owner).
     #[test]
     fn slim_jobs_trigger_as_whole_ones() {
         for job in [

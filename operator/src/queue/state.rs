@@ -5,7 +5,6 @@
 use std::sync::{Mutex, OnceLock};
 
 use crds::Task;
-use futures::FutureExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
@@ -77,9 +76,7 @@ impl Queue {
     /// The Job cache, once its watch has listed every Job of a Task; None
     /// before (then only the API server can say which Jobs exist).
     pub fn jobs(&self) -> Option<&Store<Job>> {
-        let store = self.jobs.get()?;
-        store.wait_until_ready().now_or_never()?.ok()?;
-        Some(store)
+        crate::cache::ready(self.jobs.get()?)
     }
 
     /// The UID of namespace `name`, if the cache has it.

@@ -21,7 +21,7 @@ use crate::call::{self, CallError};
 use crate::context::{Context, WorkerRbac};
 use crate::reconcile::{build, pod};
 use crate::status::events::Note;
-use crate::status::kueue;
+use crate::status::{kueue, observe};
 use crate::telemetry::metrics::Metrics;
 
 /// Failures of the API calls here: one variant per call, naming its
@@ -503,11 +503,7 @@ pub async fn list_pods(
     Ok(list
         .items
         .into_iter()
-        .filter(|p| {
-            p.owner_references()
-                .iter()
-                .any(|o| o.controller == Some(true) && Some(o.uid.as_str()) == job_uid)
-        })
+        .filter(|p| job_uid.is_some_and(|uid| observe::controlled_by(&p.metadata, uid)))
         .collect())
 }
 

@@ -112,17 +112,14 @@ async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
         // Shown in the queue ahead of Tasks that show their place.
         ctx.queue.moved(id.namespace);
     }
-    match &written {
-        Written::Patched { ended: true } => ctx.caches.forget_result(id.uid),
-        // The status now shows what that version of the result says.
-        Written::Patched { ended: false } | Written::Unchanged => {
-            if let Some(rv) = result_read {
-                ctx.caches.result_shown(id.uid, rv);
-            }
-        }
-        Written::Stale => {}
+    // The status now shows what that version of the result says.
+    if let (Written::Patched { ended: false } | Written::Unchanged, Some(rv)) =
+        (&written, result_read)
+    {
+        ctx.caches.result_shown(id.uid, rv);
     }
     if written == (Written::Patched { ended: true }) {
+        ctx.caches.forget_result(id.uid);
         effects::after_end(ctx, task).await;
         let ended = Task {
             status: Some(ended),

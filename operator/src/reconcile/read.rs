@@ -133,14 +133,14 @@ pub async fn cluster(
             // While the Job runs, a result the cache has not seen is not
             // there yet (its creation wakes the Task), and one the status
             // already shows has nothing new (its next change wakes it).
-            let skip = !final_read && !ctx.caches.result_is_new(id.namespace, &result_name, id.uid);
-            if skip && reads.result {
-                ctx.metrics.cache_read("result");
+            if !reads.result {
+                return Ok(None);
             }
-            Ok(match reads.result && !skip {
-                true => api::get_result(ctx, id.namespace, &result_name).await?,
-                false => None,
-            })
+            if !final_read && !ctx.caches.result_is_new(id.namespace, &result_name, id.uid) {
+                ctx.metrics.cache_read("result");
+                return Ok(None);
+            }
+            Ok(api::get_result(ctx, id.namespace, &result_name).await?)
         },
         async {
             Ok(match reads.shard_results {

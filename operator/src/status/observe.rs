@@ -71,6 +71,12 @@ fn controller(meta: &ObjectMeta) -> Option<&OwnerReference> {
         .find(|o| o.controller == Some(true))
 }
 
+/// True when the controller of the object `meta` describes has UID `uid`
+/// (a pod of that Job).
+pub fn controlled_by(meta: &ObjectMeta, uid: &str) -> bool {
+    controller(meta).is_some_and(|o| o.uid == uid)
+}
+
 /// How a Job ended, from its terminal conditions.
 #[derive(Debug)]
 pub enum Finish<'a> {
