@@ -118,29 +118,21 @@ pub async fn cluster(
     let ours = job
         .as_ref()
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
-    // The reads are independent: one round trip, not four, between a
-    // Job's end and its Task's status.
+    // One round trip where the order does not matter. The pods come before
+    // the result: a worker writes its result before it exits, so a pod
+    // seen finished has its result visible to a read sent after (the two
+    // read at once could find the pod stopped and the result not yet
+    // written, and end a cancelled Task "without result").
     let result_name = config_map_name(id.name);
     let final_read = reads.fence.is_some();
-    let (pods, result, shards, kueue) = futures::try_join!(
+    let ((pods, result), shards, kueue) = futures::try_join!(
         async {
-            Ok::<_, Error>(match ours.filter(|_| reads.pods) {
+            let pods = match ours.filter(|_| reads.pods) {
                 Some(j) => pods(ctx, id, j, final_read).await?,
                 None => Vec::new(),
-            })
-        },
-        async {
-            // While the Job runs, a result the cache has not seen is not
-            // there yet (its creation wakes the Task), and one the status
-            // already shows has nothing new (its next change wakes it).
-            if !reads.result {
-                return Ok(None);
-            }
-            if !final_read && !ctx.caches.result_is_new(id.namespace, &result_name, id.uid) {
-                ctx.metrics.cache_read("result");
-                return Ok(None);
-            }
-            Ok(api::get_result(ctx, id.namespace, &result_name).await?)
+            };
+            let res = result(ctx, id, &result_name, reads.result, final_read).await?;
+            Ok::<_, Error>((pods, res))
         },
         async {
             Ok(match reads.shard_results {
@@ -180,6 +172,27 @@ pub async fn cluster(
     }
     seen.job = job;
     Ok(seen)
+}
+
+/// The result ConfigMap `name`, when `wanted`. While the Job runs, one
+/// the cache has not seen is not there yet (its creation wakes the Task),
+/// and one the status already shows has nothing new (its next change
+/// wakes it).
+async fn result(
+    ctx: &Context,
+    id: &Identity<'_>,
+    name: &str,
+    wanted: bool,
+    final_read: bool,
+) -> Result<Option<ConfigMap>, Error> {
+    if !wanted {
+        return Ok(None);
+    }
+    if !final_read && !ctx.caches.result_is_new(id.namespace, name, id.uid) {
+        ctx.metrics.cache_read("result");
+        return Ok(None);
+    }
+    Ok(api::get_result(ctx, id.namespace, name).await?)
 }
 
 /// The pods of `job`: from the pod cache, except for a final read before
