@@ -1,15 +1,15 @@
 //! The reconciler's read caches of cluster facts, filled by the
 //! controller's watches before they wake a Task: the pods of Tasks' Jobs
-//! (slimmed) and which result ConfigMaps exist (metadata only). A reconcile
-//! reads them instead of the API server while its Task runs; what it reads
-//! as final (the pods whose exit codes the last status keeps) comes from
-//! the cache only once the cache shows every pod the Job counted as
-//! finished, else from the API server. And which version of its result a
-//! running Task's status shows, so an unchanged result is not read again.
-//! Never Task state: a restart lists them again (and reads each result
-//! once more).
+//! (slimmed, indexed by Task) and which result ConfigMaps exist (metadata
+//! only). A reconcile reads them instead of the API server while its Task
+//! runs; what it reads as final (the pods whose exit codes the last status
+//! keeps) comes from the cache only once the cache shows every pod the Job
+//! counted as finished, else from the API server. And which version of its
+//! result a running Task's status shows, so an unchanged result is not read
+//! again. Never Task state: a restart lists them again (and reads each
+//! result once more).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
 use crds::names::labels;
@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{Lookup, ObjectRef, Store};
+use kube::runtime::watcher::Event;
 
 use crate::status::observe;
 
@@ -30,6 +31,9 @@ const SHOWN_MAX: usize = 100_000;
 #[derive(Default)]
 pub struct Caches {
     pods: OnceLock<Store<Pod>>,
+    /// The pod cache's keys by Task, so a reconcile finds its pods without
+    /// walking every pod (kube's store has no index).
+    pod_index: Mutex<PodIndex>,
     results: OnceLock<Store<PartialObjectMeta<ConfigMap>>>,
     /// Per running Task (UID), the resourceVersion of its result
     /// ConfigMap that its status shows (read, then written or unchanged).
@@ -46,21 +50,29 @@ impl Caches {
     }
 
     /// The pods of Job `job` of the Task with UID `task_uid`, when the pod
-    /// cache has synced; `None` before (ask the API server).
+    /// cache and its index have synced; `None` before (ask the API server).
     pub fn pods(&self, namespace: &str, task_uid: &str, job: &Job) -> Option<Vec<Pod>> {
         let store = ready(self.pods.get()?)?;
         let job_uid = job.metadata.uid.as_deref()?;
+        let keys = self.pod_index.lock().ok()?.of(task_uid)?;
         Some(
-            store
-                .state_filter(|p| {
+            keys.iter()
+                .filter_map(|k| store.get(k))
+                .filter(|p| {
                     p.metadata.namespace.as_deref() == Some(namespace)
-                        && p.labels().get(labels::TASK_UID).map(String::as_str) == Some(task_uid)
                         && observe::controlled_by(&p.metadata, job_uid)
                 })
-                .into_iter()
                 .map(|p| Pod::clone(&p))
                 .collect(),
         )
+    }
+
+    /// Keeps the pod index in step with the pod watch; called with each
+    /// event right after the pod store took it.
+    pub fn index_pod(&self, ev: &Event<Pod>) {
+        if let Ok(mut index) = self.pod_index.lock() {
+            index.apply(ev);
+        }
     }
 
     /// False when the cache has synced and holds no result ConfigMap
@@ -93,6 +105,71 @@ impl Caches {
     pub fn forget_result(&self, task_uid: &str) {
         if let Ok(mut m) = self.shown.lock() {
             m.remove(task_uid);
+        }
+    }
+}
+
+/// The keys of the cached pods by their Task's UID (label
+/// `longtask.dev/task-uid`), rebuilt by each relist like the store.
+#[derive(Default)]
+struct PodIndex {
+    by_task: HashMap<String, HashSet<ObjectRef<Pod>>>,
+    task_of: HashMap<ObjectRef<Pod>, String>,
+    /// During a relist, the index being built; it replaces this one once
+    /// the relist is done.
+    relist: Option<Box<PodIndex>>,
+    synced: bool,
+}
+
+impl PodIndex {
+    fn apply(&mut self, ev: &Event<Pod>) {
+        match ev {
+            Event::Init => self.relist = Some(Box::default()),
+            Event::InitApply(p) => self.relist.get_or_insert_default().put(p),
+            Event::InitDone => {
+                let next = self.relist.take().unwrap_or_default();
+                self.by_task = next.by_task;
+                self.task_of = next.task_of;
+                self.synced = true;
+            }
+            Event::Apply(p) => self.put(p),
+            Event::Delete(p) => self.remove(&ObjectRef::from_obj(p)),
+        }
+    }
+
+    /// The keys of Task `task_uid`'s pods, once synced.
+    fn of(&self, task_uid: &str) -> Option<Vec<ObjectRef<Pod>>> {
+        self.synced.then(|| {
+            self.by_task
+                .get(task_uid)
+                .map(|keys| keys.iter().cloned().collect())
+                .unwrap_or_default()
+        })
+    }
+
+    fn put(&mut self, p: &Pod) {
+        let key = ObjectRef::from_obj(p);
+        let Some(task) = p.labels().get(labels::TASK_UID) else {
+            self.remove(&key);
+            return;
+        };
+        if self.task_of.get(&key) == Some(task) {
+            return;
+        }
+        self.remove(&key);
+        self.task_of.insert(key.clone(), task.clone());
+        self.by_task.entry(task.clone()).or_default().insert(key);
+    }
+
+    fn remove(&mut self, key: &ObjectRef<Pod>) {
+        let Some(task) = self.task_of.remove(key) else {
+            return;
+        };
+        if let Some(keys) = self.by_task.get_mut(&task) {
+            keys.remove(key);
+            if keys.is_empty() {
+                self.by_task.remove(&task);
+            }
         }
     }
 }
@@ -205,6 +282,62 @@ mod tests {
         caches.result_shown("uid", "6".into());
         caches.forget_result("uid");
         assert!(caches.result_is_new("ns", "t-result", "uid"));
+    }
+
+    #[test]
+    fn a_task_finds_its_pods_by_the_index() {
+        let caches = Caches::default();
+        let (store, mut writer) = kube::runtime::reflector::store();
+        caches.set_pods(store);
+        let job = JobFixture::ours().build();
+        let uid = |j: &Job| j.metadata.uid.clone().unwrap_or_default();
+        let pod = |name: &str, task: &str, job: &str| {
+            let mut p = PodFixture::new(name).of_job(job).build();
+            p.metadata.namespace = Some("ns".into());
+            p.metadata.labels = Some([(labels::TASK_UID.to_owned(), task.to_owned())].into());
+            p
+        };
+        let mut feed = |ev: Event<Pod>| {
+            writer.apply_watcher_event(&ev);
+            caches.index_pod(&ev);
+        };
+        let names = |pods: Option<Vec<Pod>>| {
+            let mut n: Vec<String> = pods
+                .unwrap_or_default()
+                .into_iter()
+                .map(|p| p.name_any())
+                .collect();
+            n.sort();
+            n
+        };
+        // Not synced: ask the API server.
+        assert!(caches.pods("ns", "t1", &job).is_none());
+        feed(Event::Init);
+        feed(Event::InitApply(pod("a", "t1", &uid(&job))));
+        feed(Event::InitApply(pod("b", "t2", &uid(&job))));
+        feed(Event::InitDone);
+        assert_eq!(names(caches.pods("ns", "t1", &job)), ["a"]);
+        // A pod of another Job of the same Task is not this Job's.
+        feed(Event::Apply(pod("c", "t1", "another-job")));
+        feed(Event::Apply(pod("d", "t1", &uid(&job))));
+        assert_eq!(names(caches.pods("ns", "t1", &job)), ["a", "d"]);
+        assert_eq!(
+            names(caches.pods("other-ns", "t1", &job)),
+            Vec::<String>::new()
+        );
+        // Relabelled to another Task, then deleted.
+        feed(Event::Apply(pod("d", "t2", &uid(&job))));
+        assert_eq!(names(caches.pods("ns", "t1", &job)), ["a"]);
+        assert_eq!(names(caches.pods("ns", "t2", &job)), ["b", "d"]);
+        feed(Event::Delete(pod("a", "t1", &uid(&job))));
+        assert_eq!(names(caches.pods("ns", "t1", &job)), Vec::<String>::new());
+        // A relist replaces the index once done; until then the old one serves.
+        feed(Event::Init);
+        feed(Event::InitApply(pod("e", "t1", &uid(&job))));
+        assert_eq!(names(caches.pods("ns", "t2", &job)), ["b", "d"]);
+        feed(Event::InitDone);
+        assert_eq!(names(caches.pods("ns", "t1", &job)), ["e"]);
+        assert_eq!(names(caches.pods("ns", "t2", &job)), Vec::<String>::new());
     }
 
     #[test]

@@ -127,13 +127,19 @@ fn controller(
     let pods: Api<Pod> = api(client, ns);
     let (pod_store, pod_writer) = reflector::store();
     ctx.caches.set_pods(pod_store);
+    let indexed = ctx.clone();
     let pod_stream = triggers::changed(
         reflector(
             pod_writer,
             watcher(pods, ours())
                 .default_backoff()
                 .modify(cache::slim_pod),
-        ),
+        )
+        .inspect(move |ev| {
+            if let Ok(ev) = ev {
+                indexed.caches.index_pod(ev);
+            }
+        }),
         triggers::pod_key,
     );
     let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
