@@ -21,6 +21,14 @@ impl Writes {
     pub fn operator_total(&self) -> u64 {
         self.operator.values().sum()
     }
+    /// The operator's writes but its Events (the goal counts those apart).
+    pub fn operator_not_events(&self) -> u64 {
+        self.operator
+            .iter()
+            .filter(|(k, _)| !k.ends_with(" events"))
+            .map(|(_, n)| n)
+            .sum()
+    }
     pub fn worker_total(&self) -> u64 {
         self.worker.values().sum()
     }
