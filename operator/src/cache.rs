@@ -133,7 +133,7 @@ impl PodIndex {
                 self.synced = true;
             }
             Event::Apply(p) => self.put(p),
-            Event::Delete(p) => self.remove(&ObjectRef::from_obj(p)),
+            Event::Delete(p) => self.remove(&key_of(p)),
         }
     }
 
@@ -148,7 +148,7 @@ impl PodIndex {
     }
 
     fn put(&mut self, p: &Pod) {
-        let key = ObjectRef::from_obj(p);
+        let key = key_of(p);
         let Some(task) = p.labels().get(labels::TASK_UID) else {
             self.remove(&key);
             return;
@@ -171,6 +171,16 @@ impl PodIndex {
                 self.by_task.remove(&task);
             }
         }
+    }
+}
+
+/// A pod's key in the store: its namespace and name (not the resource
+/// version and UID `ObjectRef::from_obj` also keeps, unused in a lookup).
+fn key_of(p: &Pod) -> ObjectRef<Pod> {
+    let key = ObjectRef::new(&p.name_any());
+    match p.metadata.namespace.as_deref() {
+        Some(ns) => key.within(ns),
+        None => key,
     }
 }
 
