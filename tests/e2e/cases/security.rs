@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail, ensure};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::Api;
+use kube::api::{Api, ApiResource, DynamicObject};
 use longtask_e2e::{Cluster, TestNs, sh_task, tasks, wait};
 use serde_json::json;
 
@@ -222,12 +223,11 @@ async fn confined(
         &task,
         account,
     ))?;
-    ns.k(&[
-        "wait",
-        "--for=condition=Complete",
-        "job/intruder",
-        "--timeout=60s",
-    ])?;
+    // Polled, not `kubectl wait`: that fails at once when its first read
+    // does not find the Job (seen once in CI right after the apply).
+    let jobs: Api<DynamicObject> =
+        Api::namespaced_with(ns.client.clone(), &ns.name, &ApiResource::erase::<Job>(&()));
+    wait::condition(&jobs, "intruder", "Complete", MINUTE).await?;
     let logs = ns.k(&["logs", "job/intruder"])?;
     ensure!(
         logs.contains("ATTEMPTS-DONE"),
