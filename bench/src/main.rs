@@ -131,19 +131,17 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
                 let ticks = procfs::clock_ticks();
                 let cpu0 = operator_cpu(cluster)?;
                 let all0 = procfs::cluster_cpu(&cluster.dir, ticks)?;
-                let tasks = kind == Kind::Tasks;
-                let calls0 = if tasks {
-                    queue::counters(cluster).await?
-                } else {
-                    (0.0, 0.0)
+                // The operator's counters move only for Tasks.
+                let counters = || async {
+                    match kind {
+                        Kind::Tasks => queue::counters(cluster).await,
+                        Kind::Jobs => Ok((0.0, 0.0)),
+                    }
                 };
+                let calls0 = counters().await?;
                 let b = batch::run(&cluster.client, &ns, kind, n, cli.inflight).await?;
                 let cpu = operator_cpu(cluster)? - cpu0;
-                let calls1 = if tasks {
-                    queue::counters(cluster).await?
-                } else {
-                    (0.0, 0.0)
-                };
+                let calls1 = counters().await?;
                 let mut all = procfs::cpu_spent(&all0, &procfs::cluster_cpu(&cluster.dir, ticks)?);
                 all.insert("operator".to_owned(), cpu);
                 eprintln!(
