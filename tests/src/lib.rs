@@ -345,6 +345,30 @@ impl TestNs {
         self.kubectl.run(&full)
     }
 
+    /// `kubectl wait ARGS...` in this namespace, as a script runs it right
+    /// after creating what it waits on. kubectl GETs the object, then lists
+    /// it with resourceVersion=0, which the API server answers from its
+    /// watch cache; when that cache has not caught up with a create yet
+    /// (a busy server, e.g. 53 cases at once), kubectl fails at once with
+    /// NotFound although the object exists. Asked again, as a script
+    /// would, for up to 5 s.
+    pub fn kubectl_wait(&self, args: &[&str]) -> Result<String> {
+        let mut full = vec!["wait"];
+        full.extend_from_slice(args);
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            match self.k(&full) {
+                Err(e)
+                    if format!("{e:#}").contains("(NotFound)")
+                        && std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                done => return done,
+            }
+        }
+    }
+
     /// `kubectl apply` of a YAML document in this namespace.
     pub fn apply(&self, yaml: &str) -> Result<String> {
         self.kubectl.apply(&self.name, yaml)

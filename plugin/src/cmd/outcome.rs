@@ -2,8 +2,12 @@
 
 use std::time::Duration;
 
+use std::pin::pin;
+
 use crds::{Phase, Task};
-use kube::runtime::wait::await_condition;
+use futures::TryStreamExt;
+use kube::Api;
+use kube::runtime::watcher::{self, Event, ListSemantic, watcher};
 
 use crate::client::{Error, Kube};
 
@@ -29,7 +33,7 @@ pub async fn until_finished(
     if finished(&now) {
         return Ok(now);
     }
-    let cond = await_condition(k.tasks(), name, |t: Option<&Task>| t.is_none_or(finished));
+    let cond = watch_until(k.tasks(), name, |t| t.is_none_or(finished));
     let waited = match timeout {
         Some(d) => tokio::time::timeout(d, cond).await.map_err(|_| {
             eprintln!("timed out after {}s waiting for task {name}", d.as_secs());
@@ -43,6 +47,53 @@ pub async fn until_finished(
             "task {name} was deleted while waiting for it"
         ))),
         Err(e) => Err(Error::Usage(format!("cannot watch task {name}: {e}"))),
+    }
+}
+
+/// Watches Task `name` until `cond` holds for it (`None`: it is gone).
+///
+/// Not kube's `await_condition`: that lists with resourceVersion=0, which
+/// the API server answers from its watch cache, and right after a create
+/// (`run --wait`, or a script's create then `wait`) a busy server's cache
+/// may not hold the Task yet: the wait took it for deleted. A most-recent
+/// list is a consistent read (`kubectl wait` has the same race: it lists
+/// with resourceVersion=0 after its GET and answers NotFound).
+async fn watch_until(
+    api: Api<Task>,
+    name: &str,
+    cond: impl Fn(Option<&Task>) -> bool,
+) -> Result<Option<Task>, watcher::Error> {
+    let config = watcher::Config::default()
+        .fields(&format!("metadata.name={name}"))
+        .list_semantic(ListSemantic::MostRecent);
+    let mut events = pin!(watcher(api, config));
+    let mut seen = false;
+    while let Some(event) = events.try_next().await? {
+        if let Some(now) = observe(&mut seen, event)
+            && cond(now.as_ref())
+        {
+            return Ok(now);
+        }
+    }
+    unreachable!("a watcher stream does not end")
+}
+
+/// What one watch event says of the watched Task: `Some(Some)` it is
+/// there, `Some(None)` it is gone (deleted, or absent from a whole list),
+/// `None` nothing yet. `seen`: whether the list under way held it.
+fn observe(seen: &mut bool, event: Event<Task>) -> Option<Option<Task>> {
+    match event {
+        Event::Init => {
+            *seen = false;
+            None
+        }
+        Event::InitApply(t) => {
+            *seen = true;
+            Some(Some(t))
+        }
+        Event::InitDone => (!*seen).then_some(None),
+        Event::Apply(t) => Some(Some(t)),
+        Event::Delete(_) => Some(None),
     }
 }
 
@@ -88,6 +139,23 @@ pub async fn wait_and_report(k: &Kube, name: &str, timeout: Option<Duration>) ->
 mod tests {
     use super::*;
     use crds::TaskStatus;
+
+    #[test]
+    fn a_list_without_the_task_means_it_is_gone() {
+        let t = with(Phase::Running, None);
+        let mut seen = false;
+        assert!(observe(&mut seen, Event::Init).is_none());
+        assert!(observe(&mut seen, Event::InitApply(t.clone())).is_some_and(|o| o.is_some()));
+        assert!(
+            observe(&mut seen, Event::InitDone).is_none(),
+            "listed: no news"
+        );
+        // A relist (after the watch expired) that no longer holds it.
+        assert!(observe(&mut seen, Event::Init).is_none());
+        assert!(observe(&mut seen, Event::InitDone).is_some_and(|o| o.is_none()));
+        assert!(observe(&mut seen, Event::Apply(t.clone())).is_some_and(|o| o.is_some()));
+        assert!(observe(&mut seen, Event::Delete(t)).is_some_and(|o| o.is_none()));
+    }
 
     fn with(phase: Phase, code: Option<i32>) -> Task {
         let mut t: Task = serde_json::from_value(serde_json::json!({

@@ -18,12 +18,7 @@ pub async fn completes_with_result(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         "",
     ))?;
     // The way a user waits.
-    ns.k(&[
-        "wait",
-        "--for=condition=Complete",
-        "task/hello",
-        "--timeout=60s",
-    ])?;
+    ns.kubectl_wait(&["--for=condition=Complete", "task/hello", "--timeout=60s"])?;
     let task = serde_json::to_value(tasks(&ns.client, &ns.name).get("hello").await?)?;
     ensure!(
         task["status"]["phase"] == "Completed",
