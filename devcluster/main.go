@@ -25,7 +25,7 @@ import (
 )
 
 const usage = `usage:
-  devcluster up --dir DIR [--nodes N] [--node-cpu CPU] [--node-memory MEM] [--image REF=PATH]... [--audit]
+  devcluster up --dir DIR [--nodes N] [--node-cpu CPU] [--node-memory MEM] [--image REF=PATH]... [--audit] [--profiling]
   devcluster up --dir DIR --runtime containerd [--nodes N] [--audit]
   devcluster load --dir DIR ARCHIVE...    (container nodes: import docker-archive or OCI image tars)
   devcluster kueue --dir DIR [--timeout D]   (install and start Kueue on a running devcluster)
@@ -114,6 +114,7 @@ func up(args []string) error {
 	fs.StringVar(&o.NodeMemory, "node-memory", "8Gi", "memory capacity of each node")
 	fs.Var(&images, "image", "REF=PATH: containers of image REF run PATH (repeatable)")
 	fs.BoolVar(&o.Audit, "audit", false, "write an API audit log (metadata of every write) to DIR/logs/audit.log")
+	fs.BoolVar(&o.Profiling, "profiling", false, "serve the API server's /debug/pprof to cluster-admin (kubectl get --raw '/debug/pprof/profile?seconds=20')")
 	fs.DurationVar(&o.Timeout, "timeout", 3*time.Minute, "how long to wait for the cluster to be ready")
 	fs.StringVar(&o.Runtime, "runtime", cluster.RuntimeProcess, "process (pods are host processes) or containerd (pods are containers)")
 	if err := fs.Parse(args); err != nil {

@@ -54,7 +54,13 @@ pub fn down(dir: &Path) -> Result<()> {
 
 impl Cluster {
     /// Starts a fresh cluster in `dir` with copies of the binaries in `bin_dir`.
-    pub async fn up(dir: &Path, bin_dir: &Path, nodes: u32, cpu: u32) -> Result<Cluster> {
+    pub async fn up(
+        dir: &Path,
+        bin_dir: &Path,
+        nodes: u32,
+        cpu: u32,
+        profiling: bool,
+    ) -> Result<Cluster> {
         let stage = dir.with_file_name("bench-bin");
         std::fs::create_dir_all(&stage)?;
         for b in ["longtask-operator", "longtask-worker"] {
@@ -78,6 +84,7 @@ impl Cluster {
                 &cpu.to_string(),
             ])
             .args(["--node-memory", "64Gi"])
+            .args(profiling.then_some("--profiling"))
             .arg(format!(
                 "--image={OPERATOR_IMAGE}={}",
                 bin_dir.join("longtask-operator").display()
@@ -144,6 +151,39 @@ impl Cluster {
     /// Installs longtask the way a user does (`kubectl apply -k DIR`),
     /// scales the operator to one replica (one process to measure) and
     /// waits until exactly that one runs.
+    /// Starts taking a CPU profile of the API server for `seconds` into
+    /// `out` (kubectl, cluster-admin; needs `up --profiling`); the future
+    /// ends when the profile is written.
+    pub fn cpu_profile(
+        &self,
+        out: &Path,
+        seconds: u32,
+    ) -> Result<impl std::future::Future<Output = Result<()>> + use<>> {
+        if let Some(d) = out.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        let file =
+            std::fs::File::create(out).with_context(|| format!("create {}", out.display()))?;
+        let mut child = tokio::process::Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(["get", "--raw"])
+            .arg(format!("/debug/pprof/profile?seconds={seconds}"))
+            .stdout(file)
+            .kill_on_drop(true)
+            .spawn()
+            .context("run kubectl get --raw /debug/pprof/profile")?;
+        let out = out.to_owned();
+        Ok(async move {
+            let status = child.wait().await?;
+            if !status.success() {
+                bail!("profile {}: kubectl {status}", out.display());
+            }
+            eprintln!("bench: API server CPU profile in {}", out.display());
+            Ok(())
+        })
+    }
+
     pub async fn install(&self, manifests: &Path) -> Result<()> {
         let m = manifests.to_str().context("non-UTF-8 path")?;
         self.kubectl(&["apply", "--server-side", "-k", m])?;

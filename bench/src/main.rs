@@ -58,6 +58,13 @@ struct Cli {
     /// Directory holding longtask-operator and longtask-worker (default: target/PROFILE).
     #[arg(long)]
     bin_dir: Option<std::path::PathBuf>,
+    /// Take a CPU profile of the API server during each batch (its first
+    /// --profile-seconds) into DIR/{jobs,tasks}-N-rROUND.pprof, for
+    /// `go tool pprof`. Starts the devcluster with --profiling.
+    #[arg(long)]
+    apiserver_profile: Option<std::path::PathBuf>,
+    #[arg(long, default_value_t = 10)]
+    profile_seconds: u32,
     #[arg(long, default_value_t = 4)]
     nodes: u32,
     #[arg(long, default_value_t = 64)]
@@ -84,7 +91,8 @@ async fn start() -> Result<()> {
         .clone()
         .unwrap_or_else(|| root.join("target").join(&cli.profile));
     eprintln!("bench: starting devcluster in {}", dir.display());
-    let mut cluster = Cluster::up(&dir, &bin_dir, cli.nodes, cli.node_cpu).await?;
+    let profiling = cli.apiserver_profile.is_some();
+    let mut cluster = Cluster::up(&dir, &bin_dir, cli.nodes, cli.node_cpu, profiling).await?;
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let res = tokio::select! {
         r = run(&cluster, &cli) => r,
@@ -139,7 +147,17 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
                     }
                 };
                 let calls0 = counters().await?;
+                let profile = match &cli.apiserver_profile {
+                    Some(d) => Some(cluster.cpu_profile(
+                        &d.join(format!("{what}-{n}-r{round}.pprof")),
+                        cli.profile_seconds,
+                    )?),
+                    None => None,
+                };
                 let b = batch::run(&cluster.client, &ns, kind, n, cli.inflight).await?;
+                if let Some(p) = profile {
+                    p.await?;
+                }
                 let cpu = operator_cpu(cluster)? - cpu0;
                 let calls1 = counters().await?;
                 let mut all = procfs::cpu_spent(&all0, &procfs::cluster_cpu(&cluster.dir, ticks)?);

@@ -36,7 +36,7 @@ func etcdArgs(dir string, p ports) []string {
 // loopback only; with container nodes (c not nil) it serves the host's end
 // of the cluster bridge, so pods reach it through the kubernetes Service,
 // and it calls kubelets with a client certificate.
-func apiServerArgs(dir string, p ports, f pki.Files, audit bool, c *containerFlags) []string {
+func apiServerArgs(dir string, p ports, f pki.Files, audit, profiling bool, c *containerFlags) []string {
 	addr := "127.0.0.1"
 	if c != nil {
 		addr = c.address
@@ -63,7 +63,8 @@ func apiServerArgs(dir string, p ports, f pki.Files, audit bool, c *containerFla
 		"--api-audiences=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--allow-privileged=true",
-		"--profiling=false",
+		// /debug/pprof on the secure port, for cluster-admin (up --profiling).
+		fmt.Sprintf("--profiling=%t", profiling),
 		"--kubelet-preferred-address-types=InternalIP",
 		"--v=1",
 	}

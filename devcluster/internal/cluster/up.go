@@ -35,7 +35,10 @@ type Options struct {
 	NodeMemory string
 	Images     []string
 	Audit      bool
-	Timeout    time.Duration
+	// Profiling serves the API server's /debug/pprof (CPU, heap) to
+	// cluster-admin; off by default, as on most clusters.
+	Profiling bool
+	Timeout   time.Duration
 	// Runtime is RuntimeProcess (pods are host processes) or
 	// RuntimeContainerd (real kubelets, containerd and kube-proxy).
 	Runtime string
@@ -122,7 +125,7 @@ func start(st *State, o Options) error {
 	}); err != nil {
 		return err
 	}
-	api, err := spawn(st, "apiserver", apiServerArgs(dir, p, f, o.Audit, cf))
+	api, err := spawn(st, "apiserver", apiServerArgs(dir, p, f, o.Audit, o.Profiling, cf))
 	if err != nil {
 		return err
 	}
