@@ -70,16 +70,40 @@ type statusPatchingPodInterface struct {
 	namespace string
 }
 
-// lastWrite is the pod as our previous status patch left it, and the
-// resourceVersion it was based on.
+// lastWrite is the pod as our latest status patch left it, and every
+// resourceVersion that our chain of writes has superseded: while the
+// informer still shows one of those, our result is the fresher copy.
 type lastWrite struct {
-	base   string
-	result *corev1.Pod
+	superseded []string
+	result     *corev1.Pod
+}
+
+// base picks the copy to patch from: the result of our own previous write
+// when the informer shows a version that write superseded, else the
+// informer's. Keying on the whole chain matters: with only the last base,
+// a third write in quick succession (pending, running, ready) met an
+// informer still at the first version, patched from it and conflicted with
+// itself (908 of 2,602 status patches of a 1,000-Task burst were 409s).
+func (lw lastWrite) base(informer *corev1.Pod) *corev1.Pod {
+	for _, rv := range lw.superseded {
+		if rv == informer.ResourceVersion {
+			return lw.result
+		}
+	}
+	return informer
+}
+
+// next records a write that turned `from` into `res`.
+func (lw lastWrite) next(from, res *corev1.Pod) lastWrite {
+	if lw.result != from {
+		lw.superseded = nil // patched from the informer's copy: a new chain
+	}
+	return lastWrite{superseded: append(lw.superseded, from.ResourceVersion), result: res}
 }
 
 // UpdateStatus patches from the freshest copy we know: the informer's, or
-// the result of our own previous write while the informer has not caught
-// up with it (which would otherwise make every quick second write conflict).
+// the result of our own previous writes while the informer has not caught
+// up with them (which would otherwise make every quick write conflict).
 func (c statusPatchingPodInterface) UpdateStatus(ctx context.Context, pod *corev1.Pod, _ metav1.UpdateOptions) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
@@ -93,9 +117,8 @@ func (c statusPatchingPodInterface) UpdateStatus(ctx context.Context, pod *corev
 		return old, nil // a report about an older pod of the same name
 	}
 	c.p.mu.Lock()
-	if lw, ok := c.p.writes[old.UID]; ok && lw.base == old.ResourceVersion {
-		old = lw.result
-	}
+	lw := c.p.writes[old.UID]
+	old = lw.base(old)
 	c.p.mu.Unlock()
 	res, err := patchStatus(ctx, c.PodInterface, old, &pod.Status)
 	if err != nil {
@@ -105,7 +128,7 @@ func (c statusPatchingPodInterface) UpdateStatus(ctx context.Context, pod *corev
 	if res.Status.Phase == corev1.PodSucceeded || res.Status.Phase == corev1.PodFailed {
 		delete(c.p.writes, res.UID) // no further writes
 	} else if res != old {
-		c.p.writes[res.UID] = lastWrite{base: old.ResourceVersion, result: res}
+		c.p.writes[res.UID] = lw.next(old, res)
 	}
 	c.p.mu.Unlock()
 	return res, nil

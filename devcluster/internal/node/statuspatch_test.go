@@ -63,3 +63,46 @@ func TestPatchStatusClearsAndKeepsMetadata(t *testing.T) {
 		t.Errorf("late write changed a terminal pod: %v %v", res.Status.Phase, err)
 	}
 }
+
+// Three writes in quick succession while the informer still shows the first
+// version: each must patch from the previous write's result, not from the
+// informer's copy (which would conflict with our own second write).
+func TestQuickWritesChainFromOurOwnResults(t *testing.T) {
+	pod := func(rv string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u1", ResourceVersion: rv}}
+	}
+	informer := pod("1")
+	var lw lastWrite
+	from := lw.base(informer)
+	if from != informer {
+		t.Fatal("no write yet: the informer's copy")
+	}
+	r2 := pod("2")
+	lw = lw.next(from, r2)
+	if got := lw.base(informer); got != r2 {
+		t.Fatalf("second write from %s, want 2", got.ResourceVersion)
+	}
+	r3 := pod("3")
+	lw = lw.next(r2, r3)
+	for _, seen := range []string{"1", "2"} {
+		if got := lw.base(pod(seen)); got != r3 {
+			t.Errorf("informer at %s: third write from %s, want 3", seen, got.ResourceVersion)
+		}
+	}
+	// The informer caught up, or another writer moved the pod on: its copy.
+	for _, seen := range []string{"3", "9"} {
+		in := pod(seen)
+		if got := lw.base(in); got != in {
+			t.Errorf("informer at %s: want the informer's copy, got %s", seen, got.ResourceVersion)
+		}
+	}
+	// A write from the informer's copy starts a new chain.
+	in := pod("9")
+	lw = lw.next(in, pod("10"))
+	if got := lw.base(pod("2")); got.ResourceVersion != "2" {
+		t.Errorf("an old chain's version must not pick the new result")
+	}
+	if got := lw.base(in); got.ResourceVersion != "10" {
+		t.Errorf("informer at 9: want 10, got %s", got.ResourceVersion)
+	}
+}
