@@ -185,17 +185,21 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     }
     // The API server flushes audit batches at least every second.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let writes = audit::count(&cluster.dir.join("logs/audit.log"))?;
+    let audit = audit::read(&cluster.dir.join("logs/audit.log"))?;
     let mut rounds: BTreeMap<usize, Vec<Round>> = BTreeMap::new();
     for (n, _, p) in pairs {
         let (Some(jobs), Some(tasks)) = (p.jobs, p.tasks) else {
             continue;
         };
-        let w = writes.get(&tasks.namespace).cloned().unwrap_or_default();
+        let t = audit.get(&tasks.namespace).cloned().unwrap_or_default();
+        let jobs_all_writes = audit.get(&jobs.namespace).map_or(0, |a| a.all_writes);
         rounds.entry(n).or_default().push(Round {
             jobs,
             tasks,
-            writes: w,
+            writes: t.writes,
+            jobs_all_writes,
+            tasks_all_writes: t.all_writes,
+            steps: t.steps,
             operator_cpu_s: p.cpu,
             operator_requests: p.requests,
             operator_reconciles: p.reconciles,

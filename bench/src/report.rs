@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::audit::Writes;
+use crate::audit::{Steps, Writes};
 use crate::batch::Batch;
 use crate::ceiling::Ceiling;
 use crate::presence::Presence;
@@ -17,6 +17,11 @@ pub struct Round {
     pub jobs: Batch,
     pub tasks: Batch,
     pub writes: Writes,
+    /// Every write in each batch's namespace, by anyone (audit log).
+    pub jobs_all_writes: u64,
+    pub tasks_all_writes: u64,
+    /// The steps from a Task's create to its `Running` status (audit log).
+    pub steps: Steps,
     pub operator_cpu_s: f64,
     /// The operator's API requests (every verb) and reconciles during the
     /// Tasks batch, from its own /metrics.
@@ -242,6 +247,8 @@ pub fn render(
         ],
     );
     out.push('\n');
+    out += &steps_table(sizes, rounds, &cols);
+    out.push('\n');
     out += &table(
         "Watch sees Job Complete -> watch sees Task Completed, ms",
         &cols,
@@ -355,6 +362,37 @@ pub fn render(
     out
 }
 
+/// Where a new Task waits until `Running`: the API server's time per
+/// call beside the operator's time between calls.
+fn steps_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[String]) -> String {
+    type Pick = fn(&Steps) -> &Vec<f64>;
+    let steps: [(&str, Pick); 6] = [
+        ("Task create (API)", |s| &s.task_create_ms),
+        ("-> operator sends Job create", |s| &s.to_job_create_ms),
+        ("Job create (API)", |s| &s.job_create_ms),
+        ("-> operator sends status", |s| &s.to_status_ms),
+        ("status patch (API)", |s| &s.status_ms),
+        ("Task created -> Running written", |s| {
+            &s.created_to_running_ms
+        }),
+    ];
+    let rows: Vec<(String, Vec<String>, &str)> = steps
+        .iter()
+        .map(|&(label, pick)| {
+            let c = cells(sizes, rounds, |r| {
+                let v = pick(&r.steps);
+                format!("{:.0}/{:.0}", percentile(v, 0.5), percentile(v, 0.99))
+            });
+            (label.to_owned(), c, "")
+        })
+        .collect();
+    table(
+        "From a Task's create to its Running status, ms p50/p99 (audit log: the API server's receive and response times)",
+        cols,
+        &rows,
+    )
+}
+
 fn writes_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[String]) -> String {
     let per = |c: u64, r: &Round| format!("{:.2}", c as f64 / r.tasks.n as f64);
     let keys = |pick: fn(&Writes) -> &BTreeMap<String, u64>| {
@@ -364,7 +402,30 @@ fn writes_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[S
             .flat_map(|r| pick(&r.writes).keys().cloned())
             .collect::<BTreeSet<_>>()
     };
+    let all = |c: u64, n: usize| format!("{:.2}", c as f64 / n as f64);
     let mut rows = vec![
+        (
+            "every writer, per bare Job".to_owned(),
+            cells(sizes, rounds, |r| all(r.jobs_all_writes, r.jobs.n)),
+            "",
+        ),
+        (
+            "every writer, per Task".to_owned(),
+            cells(sizes, rounds, |r| all(r.tasks_all_writes, r.tasks.n)),
+            "",
+        ),
+        (
+            "  Task / bare Job".to_owned(),
+            cells(sizes, rounds, |r| {
+                format!(
+                    "{:.2}",
+                    r.tasks_all_writes as f64
+                        / r.tasks.n as f64
+                        / (r.jobs_all_writes as f64 / r.jobs.n as f64)
+                )
+            }),
+            "",
+        ),
         (
             "operator, total".to_owned(),
             cells(sizes, rounds, |r| per(r.writes.operator_total(), r)),
@@ -394,7 +455,7 @@ fn writes_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[S
         rows.push((format!("  {k}"), c, ""));
     }
     table(
-        "API writes per Task in the batch's namespace (audit log, ResponseComplete)",
+        "API writes per Task in the batch's namespace (audit log, ResponseComplete; every writer: refused ones too)",
         cols,
         &rows,
     )
@@ -432,6 +493,9 @@ pub fn json(
                 "operator_writes_per_task": r.writes.operator_total() as f64 / r.tasks.n as f64,
                 "worker_writes_per_task": r.writes.worker_total() as f64 / r.tasks.n as f64,
                 "writes": r.writes,
+                "jobs_all_writes": r.jobs_all_writes,
+                "tasks_all_writes": r.tasks_all_writes,
+                "steps": r.steps,
                 "operator_cpu_s": r.operator_cpu_s,
                 "operator_requests_per_task": r.operator_requests / r.tasks.n as f64,
                 "operator_reconciles_per_task": r.operator_reconciles / r.tasks.n as f64,
