@@ -179,19 +179,13 @@ pub fn read(log: &Path) -> Result<HashMap<String, Namespace>> {
 mod tests {
     use super::*;
 
-    fn line(
-        verb: &str,
-        res: &str,
-        sub: &str,
-        name: &str,
-        user: &str,
-        code: u16,
-        t: (&str, &str),
-    ) -> String {
-        let sub = if sub.is_empty() {
-            String::new()
-        } else {
-            format!(r#","subresource":"{sub}""#)
+    /// One log line; `call` is "verb resource[/sub] name".
+    fn line(call: &str, user: &str, code: u16, t: (&str, &str)) -> String {
+        let mut w = call.split(' ');
+        let (verb, what, name) = (w.next().unwrap(), w.next().unwrap(), w.next().unwrap());
+        let (res, sub) = match what.split_once('/') {
+            Some((r, s)) => (r, format!(r#","subresource":"{s}""#)),
+            None => (what, String::new()),
         };
         format!(
             r#"{{"stage":"ResponseComplete","verb":"{verb}","user":{{"username":"{user}"}},"objectRef":{{"resource":"{res}","namespace":"ns","name":"{name}"{sub}}},"responseStatus":{{"code":{code}}},"requestReceivedTimestamp":"2026-12-04T09:30:{}Z","stageTimestamp":"2026-12-04T09:30:{}Z"}}"#,
@@ -203,55 +197,15 @@ mod tests {
     fn a_tasks_steps_and_every_write() {
         let op = OPERATOR_USER;
         let log = [
-            line(
-                "create",
-                "tasks",
-                "",
-                "a",
-                "admin",
-                201,
-                ("01.000", "01.050"),
-            ),
-            line("create", "jobs", "", "a", op, 201, ("01.150", "01.300")),
+            line("create tasks a", "admin", 201, ("01.000", "01.050")),
+            line("create jobs a", op, 201, ("01.150", "01.300")),
             // A refused write counts as work but is no step.
-            line(
-                "patch",
-                "pods",
-                "status",
-                "a-x",
-                "node",
-                409,
-                ("01.310", "01.320"),
-            ),
+            line("patch pods/status a-x", "node", 409, ("01.310", "01.320")),
             // Completed, then Running: the earliest status write is the step.
-            line(
-                "patch",
-                "tasks",
-                "status",
-                "a",
-                op,
-                200,
-                ("05.000", "05.010"),
-            ),
-            line(
-                "patch",
-                "tasks",
-                "status",
-                "a",
-                op,
-                200,
-                ("01.320", "01.400"),
-            ),
+            line("patch tasks/status a", op, 200, ("05.000", "05.010")),
+            line("patch tasks/status a", op, 200, ("01.320", "01.400")),
             // A Task whose Job the log does not hold has no steps.
-            line(
-                "create",
-                "tasks",
-                "",
-                "b",
-                "admin",
-                201,
-                ("01.000", "01.050"),
-            ),
+            line("create tasks b", "admin", 201, ("01.000", "01.050")),
         ]
         .join("\n");
         let dir = std::env::temp_dir().join(format!("bench-audit-{}", std::process::id()));
