@@ -39,6 +39,12 @@ struct Cli {
     /// Numbers of terminal Tasks present for the operator memory/CPU measure (`--presence` alone: skip).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1000")]
     presence: Vec<usize>,
+    /// Keep the batches' finished Tasks, with their Jobs, pods and results,
+    /// for the presence measure (by default their namespaces are deleted
+    /// first, so it sees only Tasks): what a fresh operator holds where
+    /// finished Tasks keep what they ran.
+    #[arg(long)]
+    presence_keep: bool,
     /// Numbers of Tasks for the operator's ceiling: Tasks whose pods no node
     /// takes, created -> Running (`--ceiling` alone: skip).
     #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "1000")]
@@ -236,7 +242,9 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     let mut sizes = cli.presence.clone();
     sizes.sort_unstable();
     if !sizes.is_empty() {
-        delete_bench_namespaces(cluster).await?;
+        if !cli.presence_keep {
+            delete_bench_namespaces(cluster).await?;
+        }
         let ns = "bench-presence";
         cluster.namespace(ns).await?;
         let mut have = 0;
