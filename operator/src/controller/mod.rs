@@ -81,14 +81,14 @@ fn controller(
     concurrency: u16,
     ctx: &Arc<Context>,
 ) -> (Controller<Task>, reflector::Store<Job>) {
-    let ours = || streamed().labels(labels::TASK_UID);
+    let ours = || watcher::Config::default().labels(labels::TASK_UID);
     // The Task cache holds what reconciles and the queue read, nothing more.
     let (store, writer) = reflector::store();
     let tasks: Api<Task> = api(client, ns);
     let on_delete = ctx.clone();
     let task_stream = reflector(
         writer,
-        watcher(tasks, streamed())
+        watcher(tasks, watcher::Config::default())
             .default_backoff()
             .modify(slim_task),
     )
@@ -182,17 +182,6 @@ fn controller(
     (controller, job_store)
 }
 
-/// How every watch of the operator starts: with a streaming list (the API
-/// server sends the objects as watch events, then a bookmark), not a LIST
-/// whose whole answer is parsed into full objects before the caches slim
-/// them. With 2,000 finished Tasks keeping their Jobs, pods and results,
-/// those LIST answers held the operator's peak memory (VmHWM) at 91.5 MiB,
-/// and the allocator kept it. Needs the WatchList feature, on by default
-/// since Kubernetes 1.34.
-fn streamed() -> watcher::Config {
-    watcher::Config::default().streaming_lists()
-}
-
 /// The distinct scopes of `moves`: every namespace (None) alone when it is
 /// among them, since it covers the rest.
 fn merge_scopes(moves: Vec<Option<String>>) -> Vec<Option<String>> {
@@ -263,7 +252,8 @@ fn watch_namespaces(
 ) -> kube::runtime::reflector::Store<kube::core::PartialObjectMeta<Namespace>> {
     let (reader, writer) = kube::runtime::reflector::store();
     let api: Api<kube::core::PartialObjectMeta<Namespace>> = Api::all(client.clone());
-    let stream = kube::runtime::reflector(writer, watcher(api, streamed()).default_backoff());
+    let cfg = watcher::Config::default();
+    let stream = kube::runtime::reflector(writer, watcher(api, cfg).default_backoff());
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         let mut caps: HashMap<String, Option<String>> = HashMap::new();
