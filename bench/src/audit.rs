@@ -130,7 +130,8 @@ pub fn read(log: &Path) -> Result<HashMap<String, Namespace>> {
             what.push_str(sub);
         }
         let code = v["responseStatus"]["code"].as_i64().unwrap_or(0);
-        if code >= 400 {
+        let refused = code >= 400;
+        if refused {
             what.push_str(&format!(" ({code})"));
         }
         let n = out.entry(ns.to_owned()).or_default();
@@ -141,6 +142,10 @@ pub fn read(log: &Path) -> Result<HashMap<String, Namespace>> {
             *n.writes.worker.entry(what).or_default() += 1;
         }
         // The bench names each Task's Job after it.
+        // A refused write is work for the API server but no step.
+        if refused {
+            continue;
+        }
         let (Some(name), Some(t0), Some(t1)) = (
             obj["name"].as_str(),
             seconds(&v["requestReceivedTimestamp"]),
@@ -148,9 +153,6 @@ pub fn read(log: &Path) -> Result<HashMap<String, Namespace>> {
         ) else {
             continue;
         };
-        if code >= 400 {
-            continue;
-        }
         let c = calls
             .entry(ns.to_owned())
             .or_default()

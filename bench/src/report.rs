@@ -394,7 +394,9 @@ fn steps_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[St
 }
 
 fn writes_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[String]) -> String {
-    let per = |c: u64, r: &Round| format!("{:.2}", c as f64 / r.tasks.n as f64);
+    let ratio = |c: u64, n: usize| c as f64 / n as f64;
+    let all = |c: u64, n: usize| format!("{:.2}", ratio(c, n));
+    let per = |c: u64, r: &Round| all(c, r.tasks.n);
     let keys = |pick: fn(&Writes) -> &BTreeMap<String, u64>| {
         rounds
             .values()
@@ -402,7 +404,6 @@ fn writes_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[S
             .flat_map(|r| pick(&r.writes).keys().cloned())
             .collect::<BTreeSet<_>>()
     };
-    let all = |c: u64, n: usize| format!("{:.2}", c as f64 / n as f64);
     let mut rows = vec![
         (
             "every writer, per bare Job".to_owned(),
@@ -419,9 +420,7 @@ fn writes_table(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>, cols: &[S
             cells(sizes, rounds, |r| {
                 format!(
                     "{:.2}",
-                    r.tasks_all_writes as f64
-                        / r.tasks.n as f64
-                        / (r.jobs_all_writes as f64 / r.jobs.n as f64)
+                    ratio(r.tasks_all_writes, r.tasks.n) / ratio(r.jobs_all_writes, r.jobs.n)
                 )
             }),
             "",
