@@ -87,7 +87,7 @@ fn has_condition(status: Option<&Value>, type_: &str) -> bool {
 /// Spawns a watch on `api` that calls `on_apply` with each object it
 /// shows (and when it arrived), and resolves `ready` once its initial list
 /// is done; `what` names it in error lines.
-fn spawn_watch<K>(
+pub fn spawn_watch<K>(
     api: Api<K>,
     what: &'static str,
     ready: oneshot::Sender<()>,

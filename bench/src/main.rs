@@ -5,17 +5,23 @@
 mod audit;
 mod batch;
 mod ceiling;
+mod chart;
 mod cluster;
+mod failover;
+mod fit;
+mod history;
+mod memory;
 mod presence;
 mod procfs;
 mod queue;
 mod report;
+mod soak;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams};
 
@@ -71,6 +77,40 @@ struct Cli {
     apiserver_profile: Option<std::path::PathBuf>,
     #[arg(long, default_value_t = 10)]
     profile_seconds: u32,
+    /// Kept history: numbers N of finished Tasks that keep their Jobs,
+    /// pods and results, run by the operator and grown in turn (e.g.
+    /// 2000,10000,20000); at each, the operator after the burst and a fresh
+    /// one. Given alone (or with --soak/--failover), the Jobs-against-Tasks
+    /// batches, queue, ceiling and presence cases run only if also given.
+    #[arg(long, value_delimiter = ',', num_args = 1..)]
+    history: Vec<usize>,
+    /// Tasks created per chunk while growing the history (at most two
+    /// chunks unfinished: the nodes take 110 pods each).
+    #[arg(long, default_value_t = 200)]
+    history_chunk: usize,
+    /// Stop growing the history when the machine has less memory available (MiB).
+    #[arg(long, default_value_t = 1024)]
+    history_min_free_mib: u64,
+    /// Failover beside the kept history: 2 replicas, the leader's pod
+    /// deleted, the new leader's Lease -> a new Task Running.
+    #[arg(long)]
+    failover: bool,
+    #[arg(long, default_value_t = 3)]
+    failover_runs: usize,
+    /// Soak for this many minutes: a steady stream of Tasks with retention
+    /// on, the operator's RSS every 10 s, the slope after warm-up and a
+    /// chart (target/bench-soak.svg).
+    #[arg(long)]
+    soak: Option<f64>,
+    /// Tasks created per second during the soak.
+    #[arg(long, default_value_t = 2.0)]
+    soak_rate: f64,
+    /// Minutes left out of the soak's slope (default: the first third).
+    #[arg(long)]
+    soak_warmup: Option<f64>,
+    /// The soak's Tasks set spec.deleteAfterSeconds to this.
+    #[arg(long, default_value_t = 10)]
+    soak_delete_after: i64,
     #[arg(long, default_value_t = 4)]
     nodes: u32,
     #[arg(long, default_value_t = 64)]
@@ -89,7 +129,26 @@ async fn main() -> std::process::ExitCode {
 }
 
 async fn start() -> Result<()> {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    if !cli.history.is_empty() || cli.failover || cli.soak.is_some() {
+        // The memory modes run alone unless other cases are asked for.
+        let given =
+            |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        for (id, v) in [
+            ("sizes", &mut cli.sizes),
+            ("queue", &mut cli.queue),
+            ("ceiling", &mut cli.ceiling),
+            ("presence", &mut cli.presence),
+        ] {
+            if !given(id) {
+                v.clear();
+            }
+        }
+    }
+    if cli.soak.is_some_and(|m| m <= 0.0) || cli.soak_rate <= 0.0 {
+        bail!("--soak and --soak-rate must be positive");
+    }
     let root = cluster::root()?;
     let dir = root.join("target/bench-cluster");
     let bin_dir = cli
@@ -120,8 +179,8 @@ fn operator_cpu(cluster: &Cluster) -> Result<f64> {
 }
 
 async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
-    if cli.sizes.is_empty() || cli.inflight == 0 {
-        bail!("--sizes and --inflight must be non-empty and positive");
+    if cli.inflight == 0 {
+        bail!("--inflight must be positive");
     }
     let manifests = match &cli.manifests {
         Some(m) => m.clone(),
@@ -190,7 +249,9 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         }
     }
     // The API server flushes audit batches at least every second.
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    if !pairs.is_empty() {
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
     let audit = audit::read(&cluster.dir.join("logs/audit.log"))?;
     let mut rounds: BTreeMap<usize, Vec<Round>> = BTreeMap::new();
     for (n, _, p) in pairs {
@@ -259,6 +320,46 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         }
     }
 
+    let root = cluster::root()?;
+    let soaked = match cli.soak {
+        Some(minutes) => {
+            let plan = soak::Plan {
+                minutes,
+                rate: cli.soak_rate,
+                warmup_min: cli.soak_warmup,
+                delete_after_s: cli.soak_delete_after,
+            };
+            let s = soak::run(cluster, plan, &root.join("target/bench-soak.svg")).await?;
+            eprintln!(
+                "bench: soak: slope after warm-up {:?} MiB per 10 min; chart {}",
+                s.slope_mib_per_10min, s.chart
+            );
+            Some(s)
+        }
+        None => None,
+    };
+    let kept = if cli.history.is_empty() {
+        None
+    } else {
+        if soaked.is_some() || !nothing_ran(&rounds, &queues, &ceilings, &presence) {
+            // The history's first "after the burst" reading is then of an
+            // operator that ran only the history.
+            memory::fresh_start(cluster, Duration::from_secs(600)).await?;
+        }
+        let growth = history::Growth {
+            chunk: cli.history_chunk,
+            inflight: cli.inflight,
+            min_free_mib: cli.history_min_free_mib,
+        };
+        Some(history::run(cluster, &cli.history, growth).await?)
+    };
+    let failovers = if cli.failover {
+        let n = kept.as_ref().map_or(0, |h| h.kept);
+        failover::run(cluster, n, cli.failover_runs.max(1)).await?
+    } else {
+        Vec::new()
+    };
+
     let mut text = format!(
         "longtask bench: operator and worker built with the {} profile, one operator replica; {} nodes x {} CPU; {} creates in flight.\n\
          Bare Jobs run the same image and `sh -c` command directly (no worker, LONGTASK_RESULT=/dev/null);\n\
@@ -266,7 +367,18 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         cli.profile, cli.nodes, cli.node_cpu, cli.inflight
     );
     text += &report::render(&cli.sizes, &rounds, &queues, &ceilings, &presence);
-    let json = report::json(
+    for part in [
+        soaked.as_ref().map(soak::render),
+        kept.as_ref().map(history::render),
+        (!failovers.is_empty()).then(|| failover::render(&failovers)),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        text.push('\n');
+        text += &part;
+    }
+    let mut json = report::json(
         &cli.profile,
         &cli.sizes,
         &rounds,
@@ -274,11 +386,24 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         &ceilings,
         &presence,
     );
-    let path = cluster::root()?.join("target/bench-results.json");
+    json["soak"] = serde_json::to_value(&soaked)?;
+    json["history"] = serde_json::to_value(&kept)?;
+    json["failover"] = serde_json::to_value(&failovers)?;
+    let path = root.join("target/bench-results.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("write {}", path.display()))?;
     text += &format!("\nJSON: {}\n", path.display());
     Ok(text)
+}
+
+/// True when none of the earlier cases ran.
+fn nothing_ran(
+    rounds: &BTreeMap<usize, Vec<Round>>,
+    queues: &[queue::Queue],
+    ceilings: &[ceiling::Ceiling],
+    presence: &[presence::Presence],
+) -> bool {
+    rounds.is_empty() && queues.is_empty() && ceilings.is_empty() && presence.is_empty()
 }
 
 #[derive(Default)]

@@ -44,7 +44,7 @@ pub fn percentile(v: &[f64], p: f64) -> f64 {
     s[rank.clamp(1, s.len()) - 1]
 }
 
-fn table(title: &str, columns: &[String], rows: &[(String, Vec<String>, &str)]) -> String {
+pub fn table(title: &str, columns: &[String], rows: &[(String, Vec<String>, &str)]) -> String {
     let mut head = vec![String::new()];
     head.extend(columns.iter().cloned());
     head.push("goal".to_owned());
@@ -152,6 +152,87 @@ pub fn render(
     ceilings: &[Ceiling],
     presence: &[Presence],
 ) -> String {
+    let mut out = String::new();
+    let f1 = |x: f64| format!("{x:.1}");
+    let f2 = |x: f64| format!("{x:.2}");
+    let f0 = |x: f64| format!("{x:.0}");
+    if !rounds.is_empty() {
+        out += &batch_tables(sizes, rounds);
+    }
+    if !queues.is_empty() {
+        out.push('\n');
+        let qcols: Vec<String> = queues.iter().map(|q| format!("Q={}", q.tasks)).collect();
+        let row = |f: &dyn Fn(&Queue) -> String| queues.iter().map(f).collect::<Vec<_>>();
+        out += &table(
+            "Q Tasks queued behind a namespace cap of 0 (then idle 20 s: the operator's own counters)",
+            &qcols,
+            &[
+                ("all created, s".into(), row(&|q| f1(q.created_s)), ""),
+                (
+                    "every Task shows Queued, s".into(),
+                    row(&|q| f1(q.all_queued_s)),
+                    "~ created",
+                ),
+                (
+                    "API requests/s while idle".into(),
+                    row(&|q| f2(q.idle_api_per_s)),
+                    "0",
+                ),
+                (
+                    "reconciles/s while idle".into(),
+                    row(&|q| f0(q.idle_reconciles_per_s)),
+                    "",
+                ),
+            ],
+        );
+    }
+    if !ceilings.is_empty() {
+        out.push('\n');
+        let ccols: Vec<String> = ceilings.iter().map(|c| format!("C={}", c.tasks)).collect();
+        let row = |f: &dyn Fn(&Ceiling) -> String| ceilings.iter().map(f).collect::<Vec<_>>();
+        out += &table(
+            "The operator's ceiling: C Tasks whose pods no node takes (first create -> every Task Running)",
+            &ccols,
+            &[
+                ("all created, s".into(), row(&|c| f1(c.created_s)), ""),
+                (
+                    "every Task Running, s".into(),
+                    row(&|c| f1(c.all_running_s)),
+                    "",
+                ),
+                ("Tasks/s to Running".into(), row(&|c| f0(c.tasks_per_s)), ""),
+                (
+                    "operator CPU, ms per Task".into(),
+                    row(&|c| f2(c.cpu_ms_per_task)),
+                    "",
+                ),
+            ],
+        );
+    }
+    if !presence.is_empty() {
+        out.push('\n');
+        let pcols: Vec<String> = presence.iter().map(|p| format!("P={}", p.tasks)).collect();
+        let row = |f: &dyn Fn(&Presence) -> String| presence.iter().map(f).collect::<Vec<_>>();
+        out += &table(
+            "Fresh operator with P terminal Tasks present (start -> Ready and CPU idle 3 s)",
+            &pcols,
+            &[
+                (
+                    "peak RSS (VmHWM), MiB".into(),
+                    row(&|p| f1(p.peak_rss_mib)),
+                    "< 64 at P=10000",
+                ),
+                ("RSS when settled, MiB".into(), row(&|p| f1(p.rss_mib)), ""),
+                ("CPU s until settled".into(), row(&|p| f2(p.cpu_s)), ""),
+                ("settle time, s".into(), row(&|p| f1(p.settle_s)), ""),
+            ],
+        );
+    }
+    out
+}
+
+/// The bare Jobs against Tasks tables, one column per N.
+fn batch_tables(sizes: &[usize], rounds: &BTreeMap<usize, Vec<Round>>) -> String {
     let cols: Vec<String> = sizes.iter().map(|n| format!("N={n}")).collect();
     let mut out = String::new();
     let f1 = |x: f64| format!("{x:.1}");
@@ -290,75 +371,6 @@ pub fn render(
     );
     out.push('\n');
     out += &cpu_table(sizes, rounds, &cols);
-    if !queues.is_empty() {
-        out.push('\n');
-        let qcols: Vec<String> = queues.iter().map(|q| format!("Q={}", q.tasks)).collect();
-        let row = |f: &dyn Fn(&Queue) -> String| queues.iter().map(f).collect::<Vec<_>>();
-        out += &table(
-            "Q Tasks queued behind a namespace cap of 0 (then idle 20 s: the operator's own counters)",
-            &qcols,
-            &[
-                ("all created, s".into(), row(&|q| f1(q.created_s)), ""),
-                (
-                    "every Task shows Queued, s".into(),
-                    row(&|q| f1(q.all_queued_s)),
-                    "~ created",
-                ),
-                (
-                    "API requests/s while idle".into(),
-                    row(&|q| f2(q.idle_api_per_s)),
-                    "0",
-                ),
-                (
-                    "reconciles/s while idle".into(),
-                    row(&|q| f0(q.idle_reconciles_per_s)),
-                    "",
-                ),
-            ],
-        );
-    }
-    if !ceilings.is_empty() {
-        out.push('\n');
-        let ccols: Vec<String> = ceilings.iter().map(|c| format!("C={}", c.tasks)).collect();
-        let row = |f: &dyn Fn(&Ceiling) -> String| ceilings.iter().map(f).collect::<Vec<_>>();
-        out += &table(
-            "The operator's ceiling: C Tasks whose pods no node takes (first create -> every Task Running)",
-            &ccols,
-            &[
-                ("all created, s".into(), row(&|c| f1(c.created_s)), ""),
-                (
-                    "every Task Running, s".into(),
-                    row(&|c| f1(c.all_running_s)),
-                    "",
-                ),
-                ("Tasks/s to Running".into(), row(&|c| f0(c.tasks_per_s)), ""),
-                (
-                    "operator CPU, ms per Task".into(),
-                    row(&|c| f2(c.cpu_ms_per_task)),
-                    "",
-                ),
-            ],
-        );
-    }
-    if !presence.is_empty() {
-        out.push('\n');
-        let pcols: Vec<String> = presence.iter().map(|p| format!("P={}", p.tasks)).collect();
-        let row = |f: &dyn Fn(&Presence) -> String| presence.iter().map(f).collect::<Vec<_>>();
-        out += &table(
-            "Fresh operator with P terminal Tasks present (start -> Ready and CPU idle 3 s)",
-            &pcols,
-            &[
-                (
-                    "peak RSS (VmHWM), MiB".into(),
-                    row(&|p| f1(p.peak_rss_mib)),
-                    "< 64 at P=10000",
-                ),
-                ("RSS when settled, MiB".into(), row(&|p| f1(p.rss_mib)), ""),
-                ("CPU s until settled".into(), row(&|p| f2(p.cpu_s)), ""),
-                ("settle time, s".into(), row(&|p| f1(p.settle_s)), ""),
-            ],
-        );
-    }
     out
 }
 
