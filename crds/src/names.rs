@@ -3,6 +3,8 @@
 
 /// API group of the `Task` resource.
 pub const GROUP: &str = "longtask.dev";
+/// The prefix of longtask's own label and annotation keys.
+pub const GROUP_PREFIX: &str = "longtask.dev/";
 /// API version of the `Task` resource.
 pub const VERSION: &str = "v1alpha1";
 /// `apiVersion` string of the `Task` resource.

@@ -1,27 +1,28 @@
 //! The reconciler's read caches of cluster facts, filled by the
-//! controller's watches before they wake a Task: the pods of Tasks' Jobs
-//! (slimmed, indexed by Task) and which result ConfigMaps exist (metadata
-//! only). A reconcile reads them instead of the API server while its Task
-//! runs; what it reads as final (the pods whose exit codes the last status
-//! keeps) comes from the cache only once the cache shows every pod the Job
-//! counted as finished, else from the API server. And which version of its
-//! result a running Task's status shows, so an unchanged result is not read
-//! again. Never Task state: a restart lists them again (and reads each
-//! result once more).
+//! controller's watches before they wake a Task: the live pods of Tasks'
+//! Jobs (slimmed, indexed by Task; a pod that has finished never changes
+//! again, so the watch leaves it out, and memory follows the work that
+//! runs, not the history kept) and which result ConfigMaps exist (a name
+//! and a version each). A reconcile reads them instead of the API server
+//! while its Task runs; what it reads as final (the pods whose exit codes
+//! the last status keeps) comes from the API server. And which version of
+//! its result a running Task's status shows, so an unchanged result is not
+//! read again. Never Task state: a restart lists them again (and reads
+//! each result once more).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
 use crds::names::labels;
-use futures::FutureExt;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
-use kube::runtime::reflector::{Lookup, ObjectRef, Store};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 
 use crate::status::observe;
+use crate::store::ready;
 
 /// Past this many Tasks with a result shown, the notes are dropped (a
 /// Task deleted while it ran leaves its note behind): one more read each.
@@ -184,40 +185,6 @@ fn key_of(p: &Pod) -> ObjectRef<Pod> {
     }
 }
 
-/// `store`, once its watch has listed everything (never waits).
-pub fn ready<K>(store: &Store<K>) -> Option<&Store<K>>
-where
-    K: Lookup + Clone + 'static,
-    K::DynamicType: Eq + std::hash::Hash + Clone,
-{
-    store.wait_until_ready().now_or_never()?.ok()?;
-    Some(store)
-}
-
-/// True when `job` has finished and `pods` (from the cache) show every pod
-/// it counted as finished, all finished: the cache has caught up with the
-/// Job, so its exit codes are the final ones. (An unfinished Job read as
-/// final, cancelled or replaced, is always read from the API server: a pod
-/// the cache has not seen yet would look like no pod at all.)
-pub fn caught_up(job: &Job, pods: &[Pod]) -> bool {
-    if observe::finish(job).is_none() {
-        return false;
-    }
-    let st = job.status.as_ref();
-    let want_ok = st.and_then(|s| s.succeeded).unwrap_or(0);
-    let want_failed = st.and_then(|s| s.failed).unwrap_or(0);
-    let phase = |p: &Pod| p.status.as_ref().and_then(|s| s.phase.clone());
-    let (mut ok, mut failed) = (0, 0);
-    for p in pods {
-        match phase(p).as_deref() {
-            Some("Succeeded") => ok += 1,
-            Some("Failed") => failed += 1,
-            _ => return false,
-        }
-    }
-    ok >= want_ok && failed >= want_failed
-}
-
 /// Keeps of a watched pod what the status and the triggers read: its
 /// metadata (no managed fields) and status (no image or container IDs,
 /// addresses, resources or volume mounts); not its spec.
@@ -250,12 +217,20 @@ pub fn slim_pod(p: &mut Pod) {
     }
 }
 
-/// Keeps of a watched result ConfigMap its metadata but managed fields and
-/// annotations (the cache answers "does it exist, at which version?", the
-/// trigger maps it to its Task by its owner).
+/// Keeps of a watched result ConfigMap its name, namespace, version and
+/// owning Task: the cache answers "does it exist, at which version?", the
+/// trigger maps it to its Task by its owner. Its data is read on demand.
 pub fn slim_result(c: &mut PartialObjectMeta<ConfigMap>) {
-    c.metadata.managed_fields = None;
-    c.metadata.annotations = None;
+    let m = &mut c.metadata;
+    m.managed_fields = None;
+    m.annotations = None;
+    m.labels = None;
+    m.uid = None;
+    m.creation_timestamp = None;
+    m.generation = None;
+    if let Some(owners) = m.owner_references.as_mut() {
+        owners.retain(|o| o.kind == crds::names::KIND && o.api_version == crds::names::API_VERSION);
+    }
 }
 
 #[cfg(test)]
@@ -348,20 +323,6 @@ mod tests {
         feed(Event::InitDone);
         assert_eq!(names(caches.pods("ns", "t1", &job)), ["e"]);
         assert_eq!(names(caches.pods("ns", "t2", &job)), Vec::<String>::new());
-    }
-
-    #[test]
-    fn final_pods_come_from_the_cache_only_once_it_caught_up() {
-        let job = JobFixture::ours().failed("BackoffLimitExceeded").build();
-        let done = PodFixture::new("p").exited(1).build();
-        let running = PodFixture::new("p").build();
-        assert!(caught_up(&job, std::slice::from_ref(&done)));
-        // The Job counted a pod the cache does not show finished yet.
-        assert!(!caught_up(&job, &[]));
-        assert!(!caught_up(&job, &[running]));
-        // Cancelled (read as final) while it runs: never from the cache.
-        let cancelled = JobFixture::ours().suspended().active(0).build();
-        assert!(!caught_up(&cancelled, &[]));
     }
 
     #[test]

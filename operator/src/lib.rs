@@ -15,6 +15,7 @@
 //! - [`controller`]: the watches that wake reconciles.
 //! - [`cache`]: what those watches saw of pods and result ConfigMaps, read
 //!   by reconciles instead of the API server while a Task runs.
+//! - [`store`]: a leaf; when a watch's store has synced.
 
 pub mod cache;
 pub mod call;
@@ -25,6 +26,7 @@ pub mod queue;
 pub mod reconcile;
 pub mod retention;
 pub mod status;
+pub mod store;
 pub mod telemetry;
 
 #[cfg(test)]

@@ -224,6 +224,45 @@ fn modules_import_each_other_without_cycles() {
     if let Some(cycle) = find_cycle(&edges) {
         panic!("import cycle: {}", cycle.join(" -> "));
     }
+    // And between the folders (features) as wholes: `cache` using
+    // `status::observe` while `status` leans on `queue`, which uses
+    // `cache`, is a cycle no file-level edge shows.
+    if let Some(cycle) = find_cycle(&top_level(&edges)) {
+        panic!("import cycle between features: {}", cycle.join(" -> "));
+    }
+}
+
+/// `edges` between the crate's top-level modules, each file's edges
+/// counted for the module it belongs to; a module's edges to itself left out.
+fn top_level(edges: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let top = |m: &str| m.split("::").next().unwrap_or_default().to_owned();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, tos) in edges {
+        for to in tos {
+            let (a, b) = (top(from), top(to));
+            if a != b && !b.is_empty() {
+                out.entry(a).or_default().insert(b);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn features_are_checked_as_wholes() {
+    let mut edges = BTreeMap::new();
+    edges.insert(
+        "cache".to_owned(),
+        BTreeSet::from(["status::observe".to_owned()]),
+    );
+    edges.insert("status".to_owned(), BTreeSet::from(["queue".to_owned()]));
+    edges.insert(
+        "queue::state".to_owned(),
+        BTreeSet::from(["cache".to_owned()]),
+    );
+    assert_eq!(find_cycle(&edges), None, "no file-level cycle");
+    let cycle = find_cycle(&top_level(&edges)).expect("a cycle between features");
+    assert_eq!(cycle.len(), 4, "{cycle:?}");
 }
 
 #[test]

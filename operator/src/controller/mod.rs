@@ -26,6 +26,19 @@ use tracing::{info, warn};
 use crate::context::Context;
 use crate::{cache, reconcile, status};
 
+/// Objects per page of a watch's initial list. kube's default (500) holds
+/// 500 whole objects (a Job with its pod template, a Task with its result
+/// and log tail) parsed at once before the caches slim them, and the
+/// allocator keeps that peak: small pages keep a start beside a long
+/// history near the steady state, for a few more requests (one per 100).
+const LIST_PAGE: u32 = 100;
+
+/// The pod watch leaves out finished pods: they never change again (the
+/// final read lists a finished Job's pods from the API server), and a
+/// finished Task keeps its pods by default, so caching them would grow
+/// with history. A pod that finishes leaves the watch as a deletion.
+const LIVE_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
 /// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
 pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, concurrency: u16) {
     let (controller, jobs) = controller(&client, namespace, concurrency, &ctx);
@@ -81,14 +94,18 @@ fn controller(
     concurrency: u16,
     ctx: &Arc<Context>,
 ) -> (Controller<Task>, reflector::Store<Job>) {
-    let ours = || watcher::Config::default().labels(labels::TASK_UID);
+    let ours = || {
+        watcher::Config::default()
+            .labels(labels::TASK_UID)
+            .page_size(LIST_PAGE)
+    };
     // The Task cache holds what reconciles and the queue read, nothing more.
     let (store, writer) = reflector::store();
     let tasks: Api<Task> = api(client, ns);
     let on_delete = ctx.clone();
     let task_stream = reflector(
         writer,
-        watcher(tasks, watcher::Config::default())
+        watcher(tasks, watcher::Config::default().page_size(LIST_PAGE))
             .default_backoff()
             .modify(slim_task),
     )
@@ -131,7 +148,7 @@ fn controller(
     let pod_stream = triggers::changed(
         reflector(
             pod_writer,
-            watcher(pods, ours())
+            watcher(pods, ours().fields(LIVE_PODS))
                 .default_backoff()
                 .modify(cache::slim_pod),
         )
@@ -205,18 +222,55 @@ fn queued_in(store: &reflector::Store<Task>, namespace: Option<&str>) -> Vec<Obj
 }
 
 /// Keeps of a watched Job what the triggers, the queue and the status
-/// read: all of it but the pod template (and the rest of the spec but
-/// `suspend`), managed fields and finalizers. A reconcile reads its Task's
-/// Job from this cache, so thousands of Jobs stay small and a look costs
-/// no API call.
+/// read: its identity, owner, creation time, the labels and annotations
+/// of longtask (and Kueue's, while it runs), `spec.suspend` and its status
+/// counts and conditions; not the pod template, managed fields or
+/// finalizers. A reconcile reads its Task's Job from this cache, so
+/// thousands of Jobs stay small and a look costs no API call. A finished
+/// Job never changes again and is read once more at most (its Task's
+/// final read): it keeps only longtask's labels, and no Kueue detail.
 fn slim_job(j: &mut Job) {
+    let finished = status::observe::finish(j).is_some();
     let m = &mut j.metadata;
     m.managed_fields = None;
     m.finalizers = None;
+    let kept = |k: &str| {
+        k.starts_with(crds::names::GROUP_PREFIX) || (!finished && k.starts_with(KUEUE_PREFIX))
+    };
+    retain_keys(&mut m.labels, kept);
+    retain_keys(&mut m.annotations, |k| {
+        k.starts_with(crds::names::GROUP_PREFIX)
+    });
     j.spec = j.spec.take().map(|s| JobSpec {
         suspend: s.suspend,
         ..JobSpec::default()
     });
+    if let Some(st) = j.status.as_mut() {
+        st.uncounted_terminated_pods = None;
+        st.ready = None;
+        if finished {
+            for c in st.conditions.iter_mut().flatten() {
+                c.last_probe_time = None;
+            }
+        }
+    }
+}
+
+/// Labels Kueue sets or reads on a Job (`kueue.x-k8s.io/queue-name`).
+const KUEUE_PREFIX: &str = "kueue.x-k8s.io/";
+
+/// Drops the entries of `map` whose key `keep` refuses (and the map, when
+/// nothing is left).
+fn retain_keys(
+    map: &mut Option<std::collections::BTreeMap<String, String>>,
+    keep: impl Fn(&str) -> bool,
+) {
+    if let Some(m) = map.as_mut() {
+        m.retain(|k, _| keep(k));
+        if m.is_empty() {
+            *map = None;
+        }
+    }
 }
 
 /// Marks the operator ready once the Task cache has synced. Polls with a
@@ -252,7 +306,7 @@ fn watch_namespaces(
 ) -> kube::runtime::reflector::Store<kube::core::PartialObjectMeta<Namespace>> {
     let (reader, writer) = kube::runtime::reflector::store();
     let api: Api<kube::core::PartialObjectMeta<Namespace>> = Api::all(client.clone());
-    let cfg = watcher::Config::default();
+    let cfg = watcher::Config::default().page_size(LIST_PAGE);
     let stream = kube::runtime::reflector(writer, watcher(api, cfg).default_backoff());
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
@@ -291,6 +345,9 @@ fn slim_task(t: &mut Task) {
     t.managed_fields_mut().clear();
     t.annotations_mut()
         .remove("kubectl.kubernetes.io/last-applied-configuration");
+    if t.is_terminal() {
+        slim_finished_spec(t);
+    }
     if t.is_terminal()
         && let Some(s) = t.status.take()
     {
@@ -323,6 +380,26 @@ fn slim_task(t: &mut Task) {
             ..crds::TaskStatus::default()
         });
     }
+}
+
+/// A finished Task's spec is read for its retention only
+/// (`deleteAfterSeconds`; `settle` reads the whole Task when it must), and
+/// its labels and annotations by nothing: they leave the cache. What the
+/// program ran and in which pod (command, env, pod template) can be large.
+fn slim_finished_spec(t: &mut Task) {
+    t.metadata.labels = None;
+    t.metadata.annotations = None;
+    let s = &mut t.spec;
+    s.command = Vec::new();
+    s.args = Vec::new();
+    s.env = Vec::new();
+    s.volume_mounts = Vec::new();
+    s.fail_on_exit_codes = Vec::new();
+    s.image = None;
+    s.working_dir = None;
+    s.security_context = None;
+    s.pod_template = None;
+    s.resources = None;
 }
 
 /// Maps a result ConfigMap to the Task that owns it.

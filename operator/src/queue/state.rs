@@ -76,7 +76,7 @@ impl Queue {
     /// The Job cache, once its watch has listed every Job of a Task; None
     /// before (then only the API server can say which Jobs exist).
     pub fn jobs(&self) -> Option<&Store<Job>> {
-        crate::cache::ready(self.jobs.get()?)
+        crate::store::ready(self.jobs.get()?)
     }
 
     /// The UID of namespace `name`, if the cache has it.

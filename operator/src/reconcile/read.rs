@@ -9,7 +9,6 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 
-use crate::cache;
 use crate::context::Context;
 use crate::queue::Wait;
 use crate::reconcile::admit::{self, Admission};
@@ -75,6 +74,8 @@ pub struct Seen {
     pub job: Option<Job>,
     /// Pods of the Task's own Job.
     pub pods: Vec<Pod>,
+    /// `pods` are the live ones only (from the pod cache).
+    pub pods_live_only: bool,
     /// Why the API server refuses that Job's pods, when it has none.
     pub pod_refused: Option<String>,
     /// `<task>-result`, if read and present.
@@ -99,6 +100,7 @@ impl Seen {
             refused: self.refused.clone(),
             pod_refused: self.pod_refused.clone(),
             pods: &self.pods,
+            pods_live_only: self.pods_live_only,
             shard_results: &self.shards,
             kueue: self.kueue.as_ref(),
             now,
@@ -125,11 +127,11 @@ pub async fn cluster(
     // written, and end a cancelled Task "without result").
     let result_name = config_map_name(id.name);
     let final_read = reads.fence.is_some();
-    let ((pods, result), shards, kueue) = futures::try_join!(
+    let (((pods, pods_live_only), result), shards, kueue) = futures::try_join!(
         async {
             let pods = match ours.filter(|_| reads.pods) {
                 Some(j) => pods(ctx, id, j, final_read).await?,
-                None => Vec::new(),
+                None => (Vec::new(), false),
             };
             let res = result(ctx, id, &result_name, reads.result, final_read).await?;
             Ok::<_, Error>((pods, res))
@@ -159,6 +161,7 @@ pub async fn cluster(
         kueue,
         job: None,
         pods,
+        pods_live_only,
         pod_refused,
         result,
         refused: None,
@@ -195,22 +198,21 @@ async fn result(
     Ok(api::get_result(ctx, id.namespace, name).await?)
 }
 
-/// The pods of `job`: from the pod cache, except for a final read before
-/// the cache shows every pod the Job counted as finished (the last
-/// status keeps their exit codes), or before it synced.
+/// The pods of `job`, and whether they are the live ones only: from the
+/// pod cache (which holds no finished pod) while the Job runs, else (a
+/// final read, which keeps the exit codes, or a cache not synced yet)
+/// every pod, from the API server.
 async fn pods(
     ctx: &Context,
     id: &Identity<'_>,
     job: &Job,
     final_read: bool,
-) -> Result<Vec<Pod>, Error> {
-    match ctx.caches.pods(id.namespace, id.uid, job) {
-        Some(pods) if !final_read || cache::caught_up(job, &pods) => {
-            ctx.metrics.cache_read("pods");
-            Ok(pods)
-        }
-        _ => Ok(api::list_pods(ctx, id.namespace, id.uid, job).await?),
+) -> Result<(Vec<Pod>, bool), Error> {
+    if !final_read && let Some(pods) = ctx.caches.pods(id.namespace, id.uid, job) {
+        ctx.metrics.cache_read("pods");
+        return Ok((pods, true));
     }
+    Ok((api::list_pods(ctx, id.namespace, id.uid, job).await?, false))
 }
 
 /// True when the Job controller counts a pod of `job` as active.

@@ -5,7 +5,10 @@
 //!
 //! Level-based: `status.disruptedPods` holds the UIDs of the disrupted pods
 //! seen at the last write, so a pod is counted the first time it is seen
-//! and never again, and the list forgets a pod once it is gone.
+//! and never again, and the list forgets a pod once a read of every pod
+//! (the API server's, at the end) no longer shows it. A read of the live
+//! pods only (the pod cache holds no finished pod) forgets none: a
+//! disrupted pod that has since failed is out of sight, not gone.
 
 use crds::{Disruption, TaskStatus};
 use k8s_openapi::api::core::v1::{Pod, PodCondition};
@@ -44,7 +47,9 @@ pub fn condition(pod: &Pod) -> Option<&PodCondition> {
 }
 
 /// `prev`'s tally plus the disrupted pods among `pods` it has not counted.
-pub fn tally(prev: &TaskStatus, pods: &[Pod]) -> Tally {
+/// `live_only`: `pods` are the live ones only, so the ones `prev` counted
+/// and `pods` lack are kept.
+pub fn tally(prev: &TaskStatus, pods: &[Pod], live_only: bool) -> Tally {
     let mut disrupted: Vec<(&Pod, &PodCondition)> = pods
         .iter()
         .filter_map(|p| Some((p, condition(p)?)))
@@ -74,6 +79,9 @@ pub fn tally(prev: &TaskStatus, pods: &[Pod]) -> Tally {
         })
         .or_else(|| prev.last_disruption.clone());
     let mut pods: Vec<String> = disrupted.iter().map(|(p, _)| uid(p)).collect();
+    if live_only {
+        pods.extend(prev.disrupted_pods.iter().cloned());
+    }
     pods.sort();
     pods.dedup();
     Tally { count, last, pods }

@@ -292,7 +292,7 @@ fn record(task_uid: &str, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> F
         // ignores (a disruption), so a disrupted pod's replacement is no
         // new attempt: it takes the disrupted pod's place in `active`.
         attempts: Some(counted.max(first).max(prev.attempts.unwrap_or(0))),
-        disruptions: disruptions::tally(prev, obs.pods),
+        disruptions: disruptions::tally(prev, obs.pods, obs.pods_live_only),
         exit_code: observe::last_exit_code(obs.pods).or(prev.exit_code),
         progress: progress::from_config_map(obs.result, task_uid, &job_uid)
             .or_else(|| prev.progress.clone()),

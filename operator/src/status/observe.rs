@@ -22,6 +22,9 @@ pub struct Observed<'a> {
     pub refused: Option<String>,
     /// Pods of that Job (only when the Job is ours).
     pub pods: &'a [Pod],
+    /// `pods` are the live ones only (read from the pod cache, which
+    /// holds no finished pod); else every pod of the Job.
+    pub pods_live_only: bool,
     /// Why the API server refused that Job's pods (the Job controller's
     /// newest FailedCreate Event), read when the Job runs and has no pod.
     pub pod_refused: Option<String>,

@@ -523,6 +523,7 @@ proptest! {
             result: r.as_ref(),
             refused: None,
             pods: &pods,
+            pods_live_only: false,
             shard_results: &shard_cms,
             kueue: None,
             now: at(500),

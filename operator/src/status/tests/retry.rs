@@ -291,3 +291,53 @@ fn disruptions_table() {
         assert_eq!(disrupted_events, usize::from(new), "{name}: Event");
     }
 }
+
+/// The pod cache holds live pods only: a disrupted pod counted while it
+/// ran and out of the cache once it failed is neither forgotten nor, when
+/// the final read lists it again, counted twice.
+#[test]
+fn a_disrupted_pod_out_of_the_cache_is_counted_once() {
+    let evicted = PodFixture::new("p1")
+        .uid("u1")
+        .created_at(100)
+        .disrupted("EvictionByEvictionAPI", 150)
+        .build();
+    let replacement = PodFixture::new("p9").uid("u9").created_at(300).build();
+    let job = JobFixture::ours().active(1).build();
+    let live = |pods: &[Pod], prev: &TaskStatus| {
+        let o = Observed {
+            pods_live_only: true,
+            ..obs(Some(&job), None, pods)
+        };
+        desired(&Task::test().status(prev.clone()), &o).status
+    };
+    // Seen disrupted while it still runs: counted.
+    let first = live(std::slice::from_ref(&evicted), &running());
+    assert_eq!(first.disruptions, Some(1));
+    assert_eq!(first.disrupted_pods, ["u1"]);
+    // It failed and left the cache; its replacement runs: still known.
+    let later = live(std::slice::from_ref(&replacement), &first);
+    assert_eq!(later.disruptions, Some(1));
+    assert_eq!(later.disrupted_pods, ["u1"]);
+    // The final read lists every pod, the failed one too: not new.
+    let done = JobFixture::ours().complete().build();
+    let failed = PodFixture::new("p1")
+        .uid("u1")
+        .created_at(100)
+        .exited(143)
+        .disrupted("EvictionByEvictionAPI", 150)
+        .build();
+    let all = [failed, replacement];
+    let end = desired(
+        &Task::test().status(later.clone()),
+        &obs(Some(&done), None, &all),
+    );
+    assert_eq!(end.status.disruptions, Some(1));
+    // Had the live read forgotten it, the final read would count it again.
+    let forgot = TaskStatus {
+        disrupted_pods: vec![],
+        ..later
+    };
+    let twice = desired(&Task::test().status(forgot), &obs(Some(&done), None, &all));
+    assert_eq!(twice.status.disruptions, Some(2));
+}
