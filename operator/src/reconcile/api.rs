@@ -183,7 +183,7 @@ impl ApiError {
 }
 
 /// Runs one API call with the timeout, recording its outcome.
-async fn call<T>(
+pub(crate) async fn call<T>(
     ctx: &Context,
     verb: &'static str,
     fut: impl Future<Output = Result<T, kube::Error>>,
@@ -455,29 +455,6 @@ pub async fn namespace_annotations(
         .await
         .map(|ns| ns.and_then(|n| n.metadata.annotations))
         .map_err(|source| ApiError::GetNamespace {
-            name: name.to_owned(),
-            source,
-        })
-}
-
-/// The result ConfigMaps of the shards of Task `name` (by the Task UID label).
-pub async fn list_shard_results(
-    ctx: &Context,
-    namespace: &str,
-    name: &str,
-    task_uid: &str,
-) -> Result<Vec<ConfigMap>, ApiError> {
-    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), namespace);
-    let lp = ListParams::default().labels(&format!(
-        "{}={task_uid},{}",
-        labels::TASK_UID,
-        labels::SHARD
-    ));
-    call(ctx, "list", api.list(&lp))
-        .await
-        .map(|l| l.items)
-        .map_err(|source| ApiError::ListResults {
-            namespace: namespace.to_owned(),
             name: name.to_owned(),
             source,
         })

@@ -26,6 +26,7 @@ pub mod pod;
 pub mod read;
 pub mod retain;
 pub mod shape;
+pub mod shard_reads;
 #[cfg(test)]
 mod tests;
 pub mod validate;

@@ -15,7 +15,7 @@ use crate::reconcile::admit::{self, Admission};
 use crate::reconcile::build::Identity;
 use crate::reconcile::error::Error;
 use crate::reconcile::plan::{self, Find};
-use crate::reconcile::{api, writers};
+use crate::reconcile::{api, shard_reads, writers};
 use crate::status::kueue;
 use crate::status::observe::{self, Observed, Ownership};
 
@@ -138,7 +138,9 @@ pub async fn cluster(
         },
         async {
             Ok(match reads.shard_results {
-                true => api::list_shard_results(ctx, id.namespace, id.name, id.uid).await?,
+                true => {
+                    shard_reads::read(ctx, id.namespace, id.name, id.uid, task.spec.shards).await?
+                }
                 false => Vec::new(),
             })
         },

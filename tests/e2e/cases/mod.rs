@@ -1,5 +1,6 @@
 //! The end-to-end cases, grouped by what they prove.
 
+mod accounts;
 mod apiserver;
 mod basics;
 mod cancel;
@@ -25,6 +26,11 @@ use crate::Case;
 use longtask_e2e::case;
 
 pub static ALL: &[Case] = &[
+    case!(
+        tenant_shard_bomb_bounded,
+        false,
+        accounts::tenant_shard_bomb_bounded
+    ),
     case!(
         collision_forgery_refused,
         false,
