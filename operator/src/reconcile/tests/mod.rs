@@ -1,4 +1,4 @@
 mod build;
 mod pod;
-mod writers;
 mod shard_reads;
+mod writers;
