@@ -49,8 +49,9 @@ pub fn axis(lo: f64, hi: f64, count: usize) -> (f64, f64, f64) {
         n if n <= 5.0 => 5.0,
         _ => 10.0,
     } * mag;
-    let a = (lo / step + 1e-9).floor() * step;
-    let b = (hi / step - 1e-9).ceil() * step;
+    // A hair past a tick (a sample taken a moment late) does not add a step.
+    let a = (lo / step + 1e-3).floor() * step;
+    let b = (hi / step - 1e-3).ceil() * step;
     (a, b, step)
 }
 

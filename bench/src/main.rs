@@ -375,7 +375,9 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     .into_iter()
     .flatten()
     {
-        text.push('\n');
+        if !text.ends_with("\n\n") {
+            text.push('\n');
+        }
         text += &part;
     }
     let mut json = report::json(
