@@ -200,8 +200,14 @@ async fn grow(
     done.reach(want).await
 }
 
-/// Grows the history through `sizes` (ascending) and measures at each.
-pub async fn run(cluster: &Cluster, sizes: &[usize], g: Growth) -> Result<History> {
+/// Grows the history through `sizes` (ascending) and measures at each;
+/// `after(n)` runs once size `n` is measured, beside its Tasks.
+pub async fn run(
+    cluster: &Cluster,
+    sizes: &[usize],
+    g: Growth,
+    mut after: impl AsyncFnMut(usize),
+) -> Result<History> {
     let mut sizes = sizes.to_vec();
     sizes.sort_unstable();
     sizes.dedup();
@@ -234,7 +240,10 @@ pub async fn run(cluster: &Cluster, sizes: &[usize], g: Growth) -> Result<Histor
         }
         .await;
         match at {
-            Ok(p) => points.push(p),
+            Ok(p) => {
+                points.push(p);
+                after(n).await;
+            }
             Err(e) => {
                 let why = format!(
                     "stopped at N={n} ({created} Tasks created, {} finished): {e:#}",

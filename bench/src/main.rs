@@ -97,6 +97,10 @@ struct Cli {
     failover: bool,
     #[arg(long, default_value_t = 3)]
     failover_runs: usize,
+    /// Run the failover when the history has this many Tasks (one of
+    /// --history; default: the largest).
+    #[arg(long)]
+    failover_at: Option<usize>,
     /// Soak for this many minutes: a steady stream of Tasks with retention
     /// on, the operator's RSS every 10 s, the slope after warm-up and a
     /// chart (target/bench-soak.svg).
@@ -145,6 +149,11 @@ async fn start() -> Result<()> {
                 v.clear();
             }
         }
+    }
+    if let Some(at) = cli.failover_at
+        && !(cli.failover && cli.history.contains(&at))
+    {
+        bail!("--failover-at {at} needs --failover and {at} among the --history sizes");
     }
     if cli.soak.is_some_and(|m| m <= 0.0) || cli.soak_rate <= 0.0 {
         bail!("--soak and --soak-rate must be positive");
@@ -338,6 +347,14 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         }
         None => None,
     };
+    // The failover runs beside the history once it reaches --failover-at
+    // (or its largest size, or wherever it stopped); without --history,
+    // beside nothing.
+    let failover_at = cli
+        .failover_at
+        .or_else(|| cli.history.iter().copied().max());
+    let mut failovers: Option<Result<Vec<failover::Run>>> = None;
+    let runs = cli.failover_runs.max(1);
     let kept = if cli.history.is_empty() {
         None
     } else {
@@ -351,13 +368,25 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
             inflight: cli.inflight,
             min_free_mib: cli.history_min_free_mib,
         };
-        Some(history::run(cluster, &cli.history, growth).await?)
+        let h = history::run(cluster, &cli.history, growth, async |n| {
+            if cli.failover && Some(n) == failover_at {
+                failovers = Some(failover::run(cluster, n, runs).await);
+            }
+        })
+        .await?;
+        Some(h)
     };
-    let failovers = if cli.failover {
+    if cli.failover && failovers.is_none() {
         let n = kept.as_ref().map_or(0, |h| h.kept);
-        failover::run(cluster, n, cli.failover_runs.max(1)).await?
-    } else {
-        Vec::new()
+        failovers = Some(failover::run(cluster, n, runs).await);
+    }
+    let (failovers, failover_error) = match failovers {
+        Some(Ok(r)) => (r, None),
+        Some(Err(e)) => {
+            eprintln!("bench: failover: {e:#}");
+            (Vec::new(), Some(format!("{e:#}")))
+        }
+        None => (Vec::new(), None),
     };
 
     let mut text = format!(
@@ -371,6 +400,9 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         soaked.as_ref().map(soak::render),
         kept.as_ref().map(history::render),
         (!failovers.is_empty()).then(|| failover::render(&failovers)),
+        failover_error
+            .as_ref()
+            .map(|e| format!("failover failed: {e}\n")),
     ]
     .into_iter()
     .flatten()
@@ -391,6 +423,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     json["soak"] = serde_json::to_value(&soaked)?;
     json["history"] = serde_json::to_value(&kept)?;
     json["failover"] = serde_json::to_value(&failovers)?;
+    json["failover_error"] = serde_json::to_value(&failover_error)?;
     let path = root.join("target/bench-results.json");
     std::fs::write(&path, serde_json::to_vec_pretty(&json)?)
         .with_context(|| format!("write {}", path.display()))?;
