@@ -115,7 +115,7 @@ pub fn svg(s: &Soak) -> String {
         None => "too few samples after warm-up for a slope".to_owned(),
     };
     let title = format!(
-        "longtask operator RSS, {:.0} min soak at {}/s, Tasks deleted {} s after finishing",
+        "longtask operator RSS, {} min soak at {}/s, Tasks deleted {} s after finishing",
         s.minutes, s.rate_per_s, s.delete_after_s
     );
     chart::svg(&Chart {
@@ -319,7 +319,7 @@ pub fn render(s: &Soak) -> String {
     let f1 = |x: Option<f64>| x.map_or("-".to_owned(), |v| format!("{v:.1}"));
     let mut out = table(
         &format!(
-            "Soak: {:.0} min, {}/s, deleteAfterSeconds {}; operator RSS every {} s; slope after the first {:.1} min",
+            "Soak: {} min, {}/s, deleteAfterSeconds {}; operator RSS every {} s; slope after the first {:.1} min",
             s.minutes,
             s.rate_per_s,
             s.delete_after_s,
