@@ -38,6 +38,12 @@ pub fn find(task: &Task) -> Find {
 pub struct Reads<'a> {
     /// The pods of the Task's own Job.
     pub pods: bool,
+    /// Every pod of it from the API server, not the live ones the pod
+    /// cache holds: a final read (the exit codes the last status keeps),
+    /// or a Job that counts more attempts than the status does (the pod
+    /// that failed, whose exit code the retry's status and Event name, has
+    /// left the cache).
+    pub all_pods: bool,
     /// `<task>-result` (progress while running, the result at the end).
     pub result: bool,
     /// The shards' result ConfigMaps (a sharded Task's Job ended or vanished).
@@ -75,10 +81,23 @@ pub fn reads<'a>(task: &'a Task, job: Option<&'a Job>) -> Reads<'a> {
     Reads {
         workload,
         pods: ours.is_some() && !untouched,
+        all_pods: final_read || ours.is_some_and(|j| uncounted_failure(task, j)),
         result: !sharded && status::wants_result(task, job) && (final_read || !untouched),
         shard_results: sharded && fence.is_some() && ended && final_read,
         fence: fence.filter(|_| final_read),
     }
+}
+
+/// True when `job` counts a failed pod and more attempts than `task`'s
+/// status shows: an attempt failed since the status was written.
+fn uncounted_failure(task: &Task, job: &Job) -> bool {
+    let Some(st) = job.status.as_ref() else {
+        return false;
+    };
+    let failed = st.failed.unwrap_or(0);
+    let counted = failed + st.succeeded.unwrap_or(0) + st.active.unwrap_or(0);
+    let shown = task.status.as_ref().and_then(|s| s.attempts).unwrap_or(0);
+    failed > 0 && counted > shown
 }
 
 #[cfg(test)]
@@ -109,6 +128,29 @@ mod tests {
         assert!(!r.result);
         assert!(!r.shard_results);
         assert_eq!(r.fence, None, "nothing is final while the Job runs");
+    }
+
+    #[test]
+    fn a_new_failure_reads_every_pod_once() {
+        // Attempt 1 failed, attempt 2 runs: the status shows 1 attempt.
+        let t = Task::test().running();
+        assert_eq!(running().attempts, Some(1));
+        let retrying = JobFixture::ours().failed_pods(1).active(1).build();
+        let r = reads(&t, Some(&retrying));
+        assert!(r.pods && r.all_pods, "the failed pod's exit code");
+        // Once the status counts 2 attempts, the live pods suffice.
+        let counted = Task::test().status(crds::TaskStatus {
+            attempts: Some(2),
+            ..running()
+        });
+        assert!(!reads(&counted, Some(&retrying)).all_pods);
+        // A first attempt that runs: the cache.
+        let first = JobFixture::ours().active(1).build();
+        let r = reads(&t, Some(&first));
+        assert!(r.pods && !r.all_pods);
+        // The end: every pod.
+        let done = JobFixture::ours().complete().build();
+        assert!(reads(&t, Some(&done)).all_pods);
     }
 
     #[test]

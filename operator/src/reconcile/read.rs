@@ -130,7 +130,7 @@ pub async fn cluster(
     let (((pods, pods_live_only), result), shards, kueue) = futures::try_join!(
         async {
             let pods = match ours.filter(|_| reads.pods) {
-                Some(j) => pods(ctx, id, j, final_read).await?,
+                Some(j) => pods(ctx, id, j, reads.all_pods).await?,
                 None => (Vec::new(), false),
             };
             let res = result(ctx, id, &result_name, reads.result, final_read).await?;
@@ -201,16 +201,16 @@ async fn result(
 }
 
 /// The pods of `job`, and whether they are the live ones only: from the
-/// pod cache (which holds no finished pod) while the Job runs, else (a
-/// final read, which keeps the exit codes, or a cache not synced yet)
-/// every pod, from the API server.
+/// pod cache (which holds no finished pod), else (`all`: see
+/// `Reads::all_pods`; or a cache not synced yet) every pod, from the API
+/// server.
 async fn pods(
     ctx: &Context,
     id: &Identity<'_>,
     job: &Job,
-    final_read: bool,
+    all: bool,
 ) -> Result<(Vec<Pod>, bool), Error> {
-    if !final_read && let Some(pods) = ctx.caches.pods(id.namespace, id.uid, job) {
+    if !all && let Some(pods) = ctx.caches.pods(id.namespace, id.uid, job) {
         ctx.metrics.cache_read("pods");
         return Ok((pods, true));
     }
