@@ -90,6 +90,11 @@ pub mod annotations {
     pub const WRITER_POD: &str = "longtask.dev/writer-pod";
     /// On a result ConfigMap: the UID of that pod (from the same token).
     pub const WRITER_POD_UID: &str = "longtask.dev/writer-pod-uid";
+    /// On a ServiceAccount, set to `"true"` by someone who may update the
+    /// namespace's ServiceAccounts: Tasks may run as it
+    /// (`spec.podTemplate.serviceAccountName`), which makes it a worker
+    /// account while they run. Without it such a Task is refused.
+    pub const WORKER_ACCOUNT: &str = "longtask.dev/worker";
     /// On a Namespace: at most this many of its Tasks have a Job at once.
     pub const MAX_ACTIVE_TASKS: &str = "longtask.dev/max-active-tasks";
     /// On a Namespace: seconds after a Task finishes before it is deleted,

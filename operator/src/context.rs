@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crds::Task;
+use crds::names;
 use kube::Client;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
@@ -69,19 +70,36 @@ pub struct Context {
 /// Namespaces whose worker ServiceAccount and RoleBinding were applied
 /// lately: a cache of cluster facts, not Task state. It saves two writes
 /// per Task; a restart rebuilds it by applying once per namespace again.
+/// Every entry is keyed by namespace name and read only for the same
+/// namespace UID, so a namespace deleted and made again starts afresh.
 /// An entry is forgotten after `ttl` (repairing RBAC someone deleted by
-/// hand) or when the namespace's UID changed (deleted and made again).
+/// hand).
 pub struct WorkerRbac {
     ttl: Duration,
+    /// When each account was last admitted in a namespace (with its UID).
     ensured: Mutex<HashMap<String, (Option<String>, Instant)>>,
-    /// The accounts bound in each namespace (subjects of its RoleBinding
-    /// longtask-worker): every apply keeps them, so none is dropped by a
-    /// reconcile that did not see its Task yet. Rebuilt from the Tasks
-    /// after a restart.
-    bound: Mutex<HashMap<String, BTreeSet<String>>>,
+    /// The subjects last applied to each namespace's RoleBinding
+    /// longtask-worker (with the namespace's UID).
+    applied: Mutex<HashMap<String, Applied>>,
     /// One apply at a time: the first reconciles in a new namespace wait
-    /// for it instead of each applying the same two objects.
+    /// for it instead of each applying the same two objects, and an
+    /// admission and a release never interleave.
     applying: tokio::sync::Mutex<()>,
+}
+
+/// A namespace's UID (if known) and the subjects applied there.
+type Applied = (Option<String>, BTreeSet<String>);
+
+/// How long an account admitted for a Task stays bound although no Task
+/// status shows a Job yet (the Job is being made).
+pub const ADMITTED_GRACE: Duration = Duration::from_secs(30);
+
+/// True when two namespace UIDs may be the same namespace (unknown is).
+fn same_ns(a: Option<&str>, b: Option<&str>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => a == b,
+        _ => true,
+    }
 }
 
 impl WorkerRbac {
@@ -89,7 +107,7 @@ impl WorkerRbac {
         WorkerRbac {
             ttl,
             ensured: Mutex::new(HashMap::new()),
-            bound: Mutex::new(HashMap::new()),
+            applied: Mutex::new(HashMap::new()),
             applying: tokio::sync::Mutex::new(()),
         }
     }
@@ -100,18 +118,13 @@ impl WorkerRbac {
     }
 
     /// True when `key` (see `key`; its namespace with UID `uid`, if known)
-    /// was ensured lately.
+    /// was admitted lately and is still bound.
     pub fn fresh(&self, key: &str, uid: Option<&str>) -> bool {
         let Ok(m) = self.ensured.lock() else {
             return false;
         };
-        m.get(key).is_some_and(|(u, at)| {
-            let same = match (u.as_deref(), uid) {
-                (Some(a), Some(b)) => a == b,
-                _ => true,
-            };
-            same && at.elapsed() < self.ttl
-        })
+        m.get(key)
+            .is_some_and(|(u, at)| same_ns(u.as_deref(), uid) && at.elapsed() < self.ttl)
     }
 
     /// Held while applying a namespace's RBAC.
@@ -119,25 +132,53 @@ impl WorkerRbac {
         self.applying.lock().await
     }
 
-    /// The accounts last bound in `namespace`.
-    pub fn bound(&self, namespace: &str) -> BTreeSet<String> {
-        self.bound
-            .lock()
-            .ok()
-            .and_then(|m| m.get(namespace).cloned())
-            .unwrap_or_default()
+    /// The subjects last applied in `namespace` (UID `uid`), if any.
+    pub fn applied(&self, namespace: &str, uid: Option<&str>) -> Option<BTreeSet<String>> {
+        let m = self.applied.lock().ok()?;
+        let (u, set) = m.get(namespace)?;
+        same_ns(u.as_deref(), uid).then(|| set.clone())
     }
 
-    /// Records that `accounts` were just bound in `namespace` (with UID
-    /// `uid`, if known).
-    pub fn ensured(&self, namespace: &str, accounts: &BTreeSet<String>, uid: Option<String>) {
+    /// Accounts admitted in `namespace` (UID `uid`) within `ADMITTED_GRACE`.
+    pub fn recent(&self, namespace: &str, uid: Option<&str>) -> BTreeSet<String> {
+        let Ok(m) = self.ensured.lock() else {
+            return BTreeSet::new();
+        };
+        let prefix = format!("{namespace}/");
+        m.iter()
+            .filter(|(_, (u, at))| same_ns(u.as_deref(), uid) && at.elapsed() < ADMITTED_GRACE)
+            .filter_map(|(k, _)| k.strip_prefix(&prefix).map(str::to_owned))
+            .collect()
+    }
+
+    /// Records that exactly `accounts` are now bound in `namespace` (with
+    /// UID `uid`, if known), `admitted` among them just admitted: the
+    /// namespace's own account and `admitted` are fresh, an account no
+    /// longer bound is not.
+    pub fn bound_now(
+        &self,
+        namespace: &str,
+        uid: Option<String>,
+        accounts: &BTreeSet<String>,
+        admitted: Option<&str>,
+    ) {
         if let Ok(mut m) = self.ensured.lock() {
-            for a in accounts {
+            let prefix = format!("{namespace}/");
+            m.retain(|k, (u, _)| {
+                let Some(account) = k.strip_prefix(&prefix) else {
+                    return true;
+                };
+                accounts.contains(account) && same_ns(u.as_deref(), uid.as_deref())
+            });
+            let own = Self::key(namespace, names::WORKER_SERVICE_ACCOUNT);
+            m.entry(own)
+                .or_insert_with(|| (uid.clone(), Instant::now()));
+            if let Some(a) = admitted {
                 m.insert(Self::key(namespace, a), (uid.clone(), Instant::now()));
             }
         }
-        if let Ok(mut m) = self.bound.lock() {
-            m.insert(namespace.to_owned(), accounts.clone());
+        if let Ok(mut m) = self.applied.lock() {
+            m.insert(namespace.to_owned(), (uid, accounts.clone()));
         }
     }
 
@@ -147,7 +188,7 @@ impl WorkerRbac {
             let prefix = format!("{namespace}/");
             m.retain(|k, _| !k.starts_with(&prefix));
         }
-        if let Ok(mut m) = self.bound.lock() {
+        if let Ok(mut m) = self.applied.lock() {
             m.remove(namespace);
         }
     }
@@ -210,15 +251,23 @@ mod tests {
         );
         let both: BTreeSet<String> = ["longtask-worker".into(), "analytics".into()].into();
         assert!(!r.fresh(&a, None));
-        r.ensured("a", &both, Some("u1".into()));
+        r.bound_now("a", Some("u1".into()), &both, Some("analytics"));
         assert!(r.fresh(&a, Some("u1")) && r.fresh(&a, None) && r.fresh(&a2, None));
         assert!(!r.fresh(&a, Some("u2")) && !r.fresh(&b, None));
-        assert_eq!(r.bound("a"), both);
+        assert_eq!(r.applied("a", Some("u1")), Some(both.clone()));
+        assert_eq!(r.recent("a", Some("u1")), both);
+        // The namespace made again: nothing of the old one is its.
+        assert_eq!(r.applied("a", Some("u2")), None);
+        assert!(r.recent("a", Some("u2")).is_empty());
+        // Released: no longer fresh, so the next Task naming it is admitted again.
+        let own: BTreeSet<String> = ["longtask-worker".into()].into();
+        r.bound_now("a", Some("u1".into()), &own, None);
+        assert!(r.fresh(&a, Some("u1")) && !r.fresh(&a2, Some("u1")));
         r.forget("a");
         assert!(!r.fresh(&a, Some("u1")) && !r.fresh(&a2, Some("u1")));
-        assert!(r.bound("a").is_empty());
+        assert_eq!(r.applied("a", None), None);
         let expired = WorkerRbac::new(Duration::ZERO);
-        expired.ensured("a", &both, None);
+        expired.bound_now("a", None, &both, Some("analytics"));
         assert!(!expired.fresh(&a, None));
     }
 

@@ -23,7 +23,7 @@ use crate::context::Context;
 use crate::queue::{self, Limits, Plan, Scope, Verdict, Wait};
 use crate::reconcile::api::ApiError;
 use crate::reconcile::error::Error;
-use crate::reconcile::{api, build, pod, validate};
+use crate::reconcile::{accounts, api, build, pod, validate};
 
 /// What `start` did.
 pub enum Admission {
@@ -31,8 +31,9 @@ pub enum Admission {
     Started(Box<Job>),
     /// The Task waits for a slot.
     Wait(Wait),
-    /// The API server refused to create the Task's Job for its content
-    /// (the Task's spec is invalid); its message.
+    /// The Task cannot start as its spec says (the API server refused its
+    /// Job for its content, or its account may not be a worker account);
+    /// why, for the status message.
     Refused(String),
 }
 
@@ -42,7 +43,9 @@ fn created(res: Result<Job, ApiError>) -> Result<Admission, Error> {
     match res {
         Ok(j) => Ok(Admission::Started(Box::new(j))),
         Err(e) => match e.job_refused() {
-            Some(why) => Ok(Admission::Refused(why.to_owned())),
+            Some(why) => Ok(Admission::Refused(format!(
+                "the API server refused the Task's Job: {why}"
+            ))),
             None => Err(e.into()),
         },
     }
@@ -106,7 +109,9 @@ pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
     let id = build::identity(task)?;
     let own_limit = namespace_limit(ctx, id.namespace).await?;
     if ctx.queue.global.is_none() && own_limit.is_none() {
-        api::ensure_worker_rbac(ctx, id.namespace, pod::worker_account(task)).await?;
+        if let Err(why) = accounts::admit(ctx, id.namespace, pod::worker_account(task)).await? {
+            return Ok(Admission::Refused(why));
+        }
         let built = build::job(task, &ctx.config.worker_image)?;
         return created(api::create_job(ctx, &built).await);
     }
@@ -272,17 +277,26 @@ async fn start_all(
     if let Some(t) = me {
         by_uid.insert(mine.clone(), Arc::new(t.clone()));
     }
-    let mut rbac_done: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut rbac_done: BTreeMap<(String, String), Result<(), String>> = BTreeMap::new();
     let mut out = None;
     for uid in &plan.start {
         let Some(t) = by_uid.get(uid) else { continue };
         let ns = t.namespace().unwrap_or_default();
         let account = pod::worker_account(t).to_owned();
-        if rbac_done.insert((ns.clone(), account.clone())) {
-            api::ensure_worker_rbac(ctx, &ns, &account).await?;
-        }
-        let built = build::job(t, &ctx.config.worker_image)?;
-        let admission = created(api::create_job(ctx, &built).await)?;
+        let allowed = match rbac_done.get(&(ns.clone(), account.clone())) {
+            Some(a) => a.clone(),
+            None => {
+                let a = accounts::admit(ctx, &ns, &account).await?;
+                rbac_done.insert((ns.clone(), account), a.clone());
+                a
+            }
+        };
+        let admission = match allowed {
+            Ok(()) => {
+                created(api::create_job(ctx, &build::job(t, &ctx.config.worker_image)?).await)?
+            }
+            Err(why) => Admission::Refused(why),
+        };
         if matches!(admission, Admission::Refused(_)) {
             info!(task = %t.name_any(), namespace = %ns, "its Job was refused; it fails when reconciled");
         } else {

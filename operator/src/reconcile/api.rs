@@ -7,8 +7,7 @@ use std::time::Duration;
 use crds::names::{self, API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, ServiceAccount};
-use k8s_openapi::api::rbac::v1::RoleBinding;
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams, Preconditions,
@@ -18,8 +17,7 @@ use kube::{Api, Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::call::{self, CallError};
-use crate::context::{Context, WorkerRbac};
-use crate::reconcile::{build, pod};
+use crate::context::Context;
 use crate::status::events::Note;
 use crate::status::{kueue, observe};
 use crate::telemetry::metrics::Metrics;
@@ -80,6 +78,20 @@ pub enum ApiError {
     },
     #[error("cannot get namespace {name} for its Task limit")]
     GetNamespace {
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get ServiceAccount {namespace}/{name}")]
+    GetServiceAccount {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot list the pods of ServiceAccount {namespace}/{name}")]
+    ListAccountPods {
+        namespace: String,
         name: String,
         #[source]
         source: CallError,
@@ -206,7 +218,7 @@ async fn bounded<T>(
     res
 }
 
-fn apply_params() -> PatchParams {
+pub(crate) fn apply_params() -> PatchParams {
     PatchParams::apply(OPERATOR_FIELD_MANAGER).force()
 }
 
@@ -554,71 +566,6 @@ pub async fn get_result(
             name: name.to_owned(),
             source,
         })
-}
-
-/// Server-side applies the worker's ServiceAccount and its RoleBinding,
-/// whose subjects are longtask-worker and every account the namespace's
-/// Tasks name (`account` included), unless `account` got its rights there
-/// lately (`WorkerRbac`). The subjects only grow while the operator runs
-/// (it remembers what it bound), so two Tasks never unbind each other.
-pub async fn ensure_worker_rbac(
-    ctx: &Context,
-    namespace: &str,
-    account: &str,
-) -> Result<(), ApiError> {
-    let ns_uid = ctx.queue.namespace_uid(namespace);
-    let key = WorkerRbac::key(namespace, account);
-    if ctx.rbac.fresh(&key, ns_uid.as_deref()) {
-        return Ok(());
-    }
-    let _one_at_a_time = ctx.rbac.applying().await;
-    if ctx.rbac.fresh(&key, ns_uid.as_deref()) {
-        return Ok(());
-    }
-    // The namespace's own account: once per namespace, not once per account.
-    let default_key = WorkerRbac::key(namespace, names::WORKER_SERVICE_ACCOUNT);
-    if !ctx.rbac.fresh(&default_key, ns_uid.as_deref()) {
-        let sa = build::worker_service_account(namespace);
-        let sa_name = sa.name_any();
-        let api: Api<ServiceAccount> = Api::namespaced(ctx.client.clone(), namespace);
-        call(
-            ctx,
-            "apply",
-            api.patch(&sa_name, &apply_params(), &Patch::Apply(&sa)),
-        )
-        .await
-        .map_err(|source| ApiError::ApplyServiceAccount {
-            namespace: namespace.to_owned(),
-            name: sa_name,
-            source,
-        })?;
-    }
-    let mut accounts = ctx.rbac.bound(namespace);
-    accounts.insert(names::WORKER_SERVICE_ACCOUNT.to_owned());
-    accounts.insert(account.to_owned());
-    if let Some(store) = ctx.queue.tasks() {
-        for t in store.state() {
-            if t.metadata.namespace.as_deref() == Some(namespace) {
-                accounts.insert(pod::worker_account(&t).to_owned());
-            }
-        }
-    }
-    let rb = build::worker_role_binding(namespace, accounts.iter().map(String::as_str));
-    let rb_name = rb.name_any();
-    let api: Api<RoleBinding> = Api::namespaced(ctx.client.clone(), namespace);
-    call(
-        ctx,
-        "apply",
-        api.patch(&rb_name, &apply_params(), &Patch::Apply(&rb)),
-    )
-    .await
-    .map_err(|source| ApiError::ApplyRoleBinding {
-        namespace: namespace.to_owned(),
-        name: rb_name,
-        source,
-    })?;
-    ctx.rbac.ensured(namespace, &accounts, ns_uid);
-    Ok(())
 }
 
 /// Server-side applies the whole status, fenced by the Task's

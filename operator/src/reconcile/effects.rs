@@ -1,16 +1,19 @@
 //! The side effects a reconcile has besides its status write, in one
 //! place: the ones done before the write (a Warning Event for a result
-//! not accepted, suspending a Job the new status ends) and the one after
-//! it (a Task that ended frees its slot for the queued ones).
+//! not accepted, suspending a Job the new status ends) and the ones after
+//! it (a Task that ended frees its slot for the queued ones, and its
+//! worker account if no other Task needs it).
+
+use std::sync::Arc;
 
 use crds::Task;
 use tracing::warn;
 
 use crate::call::Chain;
-use crate::context::Context;
+use crate::context::{ADMITTED_GRACE, Context};
 use crate::reconcile::error::Error;
 use crate::reconcile::read::Seen;
-use crate::reconcile::{admit, api};
+use crate::reconcile::{accounts, admit, api};
 use crate::status::kueue::Stop;
 use crate::status::{self, Desired, events};
 
@@ -61,9 +64,31 @@ fn foreign_results(refusals: &[String]) -> Option<events::Note> {
 }
 
 /// After `task` became terminal: start the Tasks its slot lets start now,
-/// not at their next look. A failure is theirs to retry, not this Task's.
-pub async fn after_end(ctx: &Context, task: &Task) {
+/// not at their next look, and unbind the worker account no Task needs
+/// any more. A failure is theirs to retry, not this Task's.
+pub async fn after_end(ctx: &Arc<Context>, task: &Task) {
     if let Err(e) = admit::drain(ctx, task).await {
         warn!(error = %Chain(&e), "cannot start queued Tasks; they retry on their own");
+    }
+    release(ctx.clone(), task.clone()).await;
+}
+
+/// `accounts::release`, and once more after `ADMITTED_GRACE` when an
+/// account admitted moments before was kept (its Task may not show its
+/// Job yet), in a spawned task: nothing waits for it.
+async fn release(ctx: Arc<Context>, task: Task) {
+    match accounts::release(&ctx, &task).await {
+        Ok(false) => {}
+        Ok(true) => {
+            tokio::spawn(async move {
+                tokio::time::sleep(ADMITTED_GRACE).await;
+                if let Err(e) = accounts::release(&ctx, &task).await {
+                    warn!(error = %Chain(&e), "cannot unbind worker accounts; the next Task's end does");
+                }
+            });
+        }
+        Err(e) => {
+            warn!(error = %Chain(&e), "cannot unbind worker accounts; the next Task's end does")
+        }
     }
 }

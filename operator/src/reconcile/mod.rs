@@ -15,6 +15,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, instrument, warn};
 
+pub mod accounts;
 pub mod admit;
 pub mod api;
 pub mod build;
@@ -77,7 +78,7 @@ pub fn error_policy(task: Arc<Task>, err: &Error, ctx: Arc<Context>) -> Action {
 /// One Task, top to bottom: validate, find or start its Job, read what the
 /// status needs, compute the status (pure), do the side effects it calls
 /// for, write it, and start queued Tasks if this one just ended.
-async fn run(task: &Task, ctx: &Context) -> Result<Action, Error> {
+async fn run(task: &Task, ctx: &Arc<Context>) -> Result<Action, Error> {
     let now = Time(Timestamp::now());
     if task.is_terminal() {
         return settle(ctx, task, now).await;

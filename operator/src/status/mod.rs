@@ -184,14 +184,11 @@ pub fn invalid(task: &Task, message: String, now: Time) -> Desired {
     assemble(task, &prev, facts, now)
 }
 
-/// The status of a Task whose Job the API server refused for its content
-/// (`server` is the server's message): Failed, reason InvalidSpec.
-pub fn refused(task: &Task, server: &str, now: Time) -> Desired {
-    invalid(
-        task,
-        format!("the API server refused the Task's Job: {server}"),
-        now,
-    )
+/// The status of a Task that cannot start as its spec says (`why`: the
+/// API server refused its Job for its content, or its account may not be
+/// a worker account): Failed, reason InvalidSpec.
+pub fn refused(task: &Task, why: &str, now: Time) -> Desired {
+    invalid(task, why.to_owned(), now)
 }
 
 /// The Task's recorded Job vanished or was replaced (`how`): it ends from

@@ -1,11 +1,14 @@
 //! Hostile tenants of a shared cluster (issue 24, items 1-4): users bound to a Role on
 //! Tasks, pods and ConfigMaps in their own namespace only, acting through
-//! `kubectl --as`. A shard bomb leaves the shared operator's memory bounded.
+//! `kubectl --as`. A shard bomb leaves the shared operator's memory bounded;
+//! a result cannot be forged through an account a Task names; naming an
+//! account needs its opt-in and binds it only while a Task needs it; a
+//! namespace made again inherits no worker account.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, ensure};
+use anyhow::{Context as _, Result, bail, ensure};
 use longtask_e2e::{Cluster, TestNs, operator, procs, sh_task, tasks, wait};
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -31,6 +34,13 @@ pub fn tenant(ns: &TestNs, user: &str) -> Result<String> {
         &format!("--user={user}"),
     ])?;
     Ok(user.to_owned())
+}
+
+/// `kubectl -n NS --as USER ARGS...`
+pub fn as_user(ns: &TestNs, user: &str, args: &[&str]) -> Result<String> {
+    let mut full = vec!["--as", user];
+    full.extend_from_slice(args);
+    ns.k(&full)
 }
 
 /// `kubectl -n NS --as USER ARGS...` with `input` on stdin.
@@ -126,5 +136,294 @@ pub async fn tenant_shard_bomb_bounded(c: Arc<Cluster>, ns: TestNs) -> Result<()
     for (pod, kib) in after_bomb.iter().chain(&after_big) {
         ensure!(*kib < 128 * 1024, "operator {pod} peaked at {kib} KiB");
     }
+    Ok(())
+}
+
+/// Refused by the ValidatingAdmissionPolicy `policy`.
+fn refused_by(out: Result<String>, policy: &str) -> Result<()> {
+    match out {
+        Ok(o) => bail!("allowed, want refused by {policy}: {o}"),
+        Err(e) => {
+            let e = format!("{e:#}");
+            ensure!(
+                e.contains(&format!("ValidatingAdmissionPolicy '{policy}'")),
+                "not refused by {policy}: {e}"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// A ServiceAccount `name` whose own Role lets it create ConfigMaps.
+fn account_that_writes(ns: &TestNs, name: &str) -> Result<String> {
+    if ns.k(&["get", "serviceaccount", name]).is_err() {
+        ns.k(&["create", "serviceaccount", name])?;
+    }
+    let role = format!("{name}-writes");
+    ns.k(&[
+        "create",
+        "role",
+        &role,
+        "--verb=create",
+        "--resource=configmaps",
+    ])?;
+    ns.k(&[
+        "create",
+        "rolebinding",
+        &role,
+        &format!("--role={role}"),
+        &format!("--serviceaccount={}:{name}", ns.name),
+    ])?;
+    Ok(format!("system:serviceaccount:{}:{name}", ns.name))
+}
+
+/// The account's own write: a ConfigMap of its own.
+fn own_write(ns: &TestNs, user: &str, cm: &str) -> Result<String> {
+    as_user(ns, user, &["create", "configmap", cm, "--from-literal=a=b"])
+}
+
+/// Subjects of the RoleBinding longtask-worker (none before it exists).
+fn subjects(ns: &TestNs) -> Result<Vec<String>> {
+    let out = ns.k(&[
+        "get",
+        "rolebinding",
+        "longtask-worker",
+        "--ignore-not-found",
+        "-o",
+        "jsonpath={.subjects[*].name}",
+    ])?;
+    Ok(out.split_whitespace().map(str::to_owned).collect())
+}
+
+/// A Warning Event on Task `task` whose message contains `text`.
+fn warned(ns: &TestNs, task: &str, text: &str) -> Result<bool> {
+    let out = ns.k(&[
+        "get",
+        "events",
+        &format!("--field-selector=involvedObject.name={task},type=Warning"),
+        "-o",
+        "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}",
+    ])?;
+    Ok(out.lines().any(|l| l.contains(text)))
+}
+
+/// Issue 24 item 3: a tenant's Task naming account `ci` (which has its own
+/// right to write ConfigMaps) is refused up front while `ci` has not opted
+/// in, and `ci` keeps its writes. Opted in, `ci` runs the Task, and once
+/// the Task has ended `ci` is no worker account any more: its own writes
+/// work again.
+pub async fn tenant_borrowed_account_recovers(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let api = tasks(&ns.client, &ns.name);
+    let user = tenant(&ns, "mallory")?;
+    let ci = account_that_writes(&ns, "ci")?;
+    let spec = "  podTemplate:\n    serviceAccountName: ci\n";
+    let task = sh_task("borrow", r#"printf ok > "$LONGTASK_RESULT""#, spec);
+    as_user_stdin(&ns, &user, &["apply", "-f", "-"], &task)?;
+    let t = wait::condition(&api, "borrow", "Failed", MINUTE).await?;
+    let msg = t["status"]["message"].as_str().unwrap_or_default();
+    ensure!(
+        t["status"]["reason"] == "InvalidSpec" && msg.contains("longtask.dev/worker"),
+        "borrow: {}",
+        t["status"]
+    );
+    ensure!(!subjects(&ns)?.contains(&"ci".to_owned()), "ci bound");
+    own_write(&ns, &ci, "ci-notes-1").context("ci's own write while refused")?;
+    wait::until(MINUTE, "a Warning Event naming the account", || async {
+        warned(&ns, "borrow", "ServiceAccount ci")
+    })
+    .await?;
+    // Opted in by someone who may update ServiceAccounts (not the tenant).
+    let opt_in = [
+        "annotate",
+        "serviceaccount",
+        "ci",
+        "longtask.dev/worker=true",
+    ];
+    ensure!(
+        as_user(&ns, &user, &opt_in).is_err(),
+        "the tenant opted ci in"
+    );
+    ns.k(&opt_in)?;
+    let task = sh_task("borrow2", r#"printf ok > "$LONGTASK_RESULT""#, spec);
+    as_user_stdin(&ns, &user, &["apply", "-f", "-"], &task)?;
+    let t = wait::condition(&api, "borrow2", "Complete", MINUTE).await?;
+    ensure!(t["status"]["result"] == "ok", "borrow2: {}", t["status"]);
+    as_user(&ns, &user, &["delete", "task", "borrow2"])?;
+    wait::until(
+        Duration::from_secs(90),
+        "ci unbound and writing again",
+        || async {
+            Ok(!subjects(&ns)?.contains(&"ci".to_owned())
+                && own_write(&ns, &ci, "ci-notes-2").is_ok())
+        },
+    )
+    .await?;
+    Ok(())
+}
+
+/// Issue 24 item 1: a tenant cannot make a pod that writes a colleague's
+/// result. Her pod named like the victim's, made while `default` is no
+/// worker account, keeps `default` from becoming one (her Task naming it is
+/// refused, naming the pod); a pod claiming the victim's Job, by owner
+/// reference or by the Job controller's label, is refused; a frozen
+/// (immutable) result is refused for anyone. The victim completes with its
+/// own result.
+pub async fn tenant_forged_result_refused(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let api = tasks(&ns.client, &ns.name);
+    let user = tenant(&ns, "mallory")?;
+    ns.k(&[
+        "annotate",
+        "serviceaccount",
+        "default",
+        "longtask.dev/worker=true",
+    ])?;
+    ns.apply(&sh_task(
+        "vic",
+        r#"sleep 15; printf real > "$LONGTASK_RESULT""#,
+        "",
+    ))?;
+    let t = wait::condition(&api, "vic", "Running", MINUTE).await?;
+    let job_uid = t["status"]["jobUid"].as_str().context("jobUid")?.to_owned();
+    let pod = |name: &str, meta: serde_json::Value| {
+        let mut p = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name},
+            "spec": {
+                "serviceAccountName": "default", "restartPolicy": "Never",
+                "securityContext": {"runAsNonRoot": true, "runAsUser": 65532,
+                    "seccompProfile": {"type": "RuntimeDefault"}},
+                "containers": [{"name": "c", "image": "busybox:1.36",
+                    "command": ["sleep", "600"],
+                    "securityContext": {"allowPrivilegeEscalation": false,
+                        "capabilities": {"drop": ["ALL"]}}}],
+            },
+        });
+        if let Some(m) = meta.as_object() {
+            for (k, v) in m {
+                p["metadata"][k] = v.clone();
+            }
+        }
+        p.to_string()
+    };
+    // A pod claiming the victim's Job, either way: refused.
+    let owned = pod(
+        "vic-owned",
+        serde_json::json!({"ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job",
+            "name": "vic", "uid": job_uid, "controller": true}]}),
+    );
+    refused_by(
+        as_user_stdin(&ns, &user, &["create", "-f", "-"], &owned),
+        "longtask-worker-pods",
+    )?;
+    let labelled = pod(
+        "vic-label",
+        serde_json::json!({"labels": {"batch.kubernetes.io/controller-uid": job_uid}}),
+    );
+    refused_by(
+        as_user_stdin(&ns, &user, &["create", "-f", "-"], &labelled),
+        "longtask-worker-pods",
+    )?;
+    // Her look-alike pod, made while default is no worker account yet.
+    let lookalike = pod("vic-q7x2k", serde_json::json!({}));
+    as_user_stdin(&ns, &user, &["create", "-f", "-"], &lookalike)?;
+    let mine = sh_task(
+        "mine",
+        "true",
+        "  podTemplate:\n    serviceAccountName: default\n",
+    );
+    as_user_stdin(&ns, &user, &["apply", "-f", "-"], &mine)?;
+    let t = wait::condition(&api, "mine", "Failed", MINUTE).await?;
+    let msg = t["status"]["message"].as_str().unwrap_or_default();
+    ensure!(msg.contains("vic-q7x2k"), "mine: {}", t["status"]);
+    ensure!(
+        !subjects(&ns)?.contains(&"default".to_owned()),
+        "default bound"
+    );
+    // A frozen result, by the tenant or an admin: refused.
+    let frozen = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: vic2-result\nimmutable: true\ndata:\n  result: forged\n";
+    refused_by(
+        as_user_stdin(&ns, &user, &["create", "-f", "-"], frozen),
+        "longtask-results-mutable",
+    )?;
+    refused_by(ns.apply(frozen), "longtask-results-mutable")?;
+    let t = wait::condition(&api, "vic", "Finished", MINUTE).await?;
+    ensure!(
+        t["status"]["phase"] == "Completed" && t["status"]["result"] == "real",
+        "vic: {}",
+        t["status"]
+    );
+    wait::until(MINUTE, "a Warning Event naming the pod", || async {
+        warned(&ns, "mine", "vic-q7x2k")
+    })
+    .await?;
+    Ok(())
+}
+
+/// Issue 24 item 4: a namespace deleted and made again under the same name
+/// inherits none of the old one's worker accounts: its `default` writes
+/// its own ConfigMaps though a Task of the old namespace ran as it, and a
+/// Task of the new one binds only longtask-worker.
+pub async fn tenant_recreated_namespace_inherits_nothing(
+    c: Arc<Cluster>,
+    ns: TestNs,
+) -> Result<()> {
+    let name = format!("{}-again", ns.name);
+    let make = || -> Result<TestNs> {
+        let yaml = format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n  labels:\n    \
+             longtask-e2e: \"true\"\n    pod-security.kubernetes.io/enforce: restricted\n"
+        );
+        c.kubectl.stdin(&["apply", "-f", "-"], &yaml)?;
+        Ok(TestNs {
+            name: name.clone(),
+            client: ns.client.clone(),
+            kubectl: ns.kubectl.clone(),
+        })
+    };
+    let old = make()?;
+    wait::until(MINUTE, "default service account", || async {
+        Ok(old.k(&["get", "serviceaccount", "default"]).is_ok())
+    })
+    .await?;
+    old.k(&[
+        "annotate",
+        "serviceaccount",
+        "default",
+        "longtask.dev/worker=true",
+    ])?;
+    let spec = "  podTemplate:\n    serviceAccountName: default\n";
+    old.apply(&sh_task(
+        "old",
+        r#"sleep 5; printf ok > "$LONGTASK_RESULT""#,
+        spec,
+    ))?;
+    let api = tasks(&old.client, &old.name);
+    wait::condition(&api, "old", "Running", MINUTE).await?;
+    c.kubectl.run(&[
+        "delete",
+        "namespace",
+        &name,
+        "--wait=true",
+        "--timeout=120s",
+    ])?;
+    let new = make()?;
+    wait::until(MINUTE, "default service account", || async {
+        Ok(new.k(&["get", "serviceaccount", "default"]).is_ok())
+    })
+    .await?;
+    let default = account_that_writes(&new, "default")?;
+    new.apply(&sh_task("new", r#"printf ok > "$LONGTASK_RESULT""#, ""))?;
+    let api = tasks(&new.client, &new.name);
+    wait::condition(&api, "new", "Complete", MINUTE).await?;
+    let bound = subjects(&new)?;
+    let res = own_write(&new, &default, "mine");
+    let _ = c
+        .kubectl
+        .run(&["delete", "namespace", &name, "--wait=false"]);
+    ensure!(
+        bound == ["longtask-worker"],
+        "subjects in the new namespace: {bound:?}"
+    );
+    res.context("default's own write in the new namespace")?;
     Ok(())
 }

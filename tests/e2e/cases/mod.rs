@@ -32,6 +32,21 @@ pub static ALL: &[Case] = &[
         accounts::tenant_shard_bomb_bounded
     ),
     case!(
+        tenant_borrowed_account_recovers,
+        false,
+        accounts::tenant_borrowed_account_recovers
+    ),
+    case!(
+        tenant_forged_result_refused,
+        false,
+        accounts::tenant_forged_result_refused
+    ),
+    case!(
+        tenant_recreated_namespace_inherits_nothing,
+        false,
+        accounts::tenant_recreated_namespace_inherits_nothing
+    ),
+    case!(
         collision_forgery_refused,
         false,
         hardening::collision_forgery_refused

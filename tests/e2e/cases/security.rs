@@ -94,6 +94,12 @@ pub async fn own_account_reads_its_secret_and_stays_confined(
     secrets_and_settings(&ns)?;
     ns.k(&["create", "serviceaccount", "analytics"])?;
     ns.k(&[
+        "annotate",
+        "serviceaccount",
+        "analytics",
+        "longtask.dev/worker=true",
+    ])?;
+    ns.k(&[
         "create",
         "role",
         "read-precious",
