@@ -18,6 +18,7 @@ use tracing::{info, warn};
 
 use crate::call::{self, CallError};
 use crate::context::Context;
+use crate::reconcile::apply_json::apply_json;
 use crate::status::events::Note;
 use crate::status::{kueue, observe};
 use crate::telemetry::metrics::Metrics;
@@ -580,6 +581,11 @@ pub async fn patch_status(ctx: &Context, task: &Task, status: &TaskStatus) -> Re
         "metadata": { "name": name, "resourceVersion": task.resource_version() },
         "status": status,
     });
+    let body = apply_json(&body).map_err(|e| ApiError::PatchStatus {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        source: CallError::Kube(kube::Error::SerdeError(e)),
+    })?;
     let api: Api<Task> = Api::namespaced(ctx.client.clone(), &namespace);
     call(
         ctx,

@@ -18,6 +18,7 @@ use tracing::{debug, instrument, warn};
 pub mod accounts;
 pub mod admit;
 pub mod api;
+pub mod apply_json;
 pub mod build;
 mod effects;
 pub mod error;

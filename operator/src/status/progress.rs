@@ -2,7 +2,8 @@
 //! Task's `status.progress`, with an ETA from the first and latest points.
 
 use crds::TaskProgress;
-use crds::progress::{Point, Report};
+use crds::progress::{MAX_MESSAGE_BYTES, Point, Report};
+use crds::result::truncate_utf8;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -19,12 +20,15 @@ pub fn from_config_map(
     Some(status(&Report::from_data(data)?))
 }
 
-/// The status form of a report.
+/// The status form of a report. The message is cut to the documented
+/// 256 bytes (on a character boundary) here too: the worker cuts it, but a
+/// program may write its result ConfigMap itself.
 pub fn status(r: &Report) -> TaskProgress {
     let percent = i32::from(r.latest.percent.min(100));
+    let message = truncate_utf8(&r.latest.message, MAX_MESSAGE_BYTES);
     TaskProgress {
         percent,
-        message: Some(r.latest.message.clone()).filter(|m| !m.is_empty()),
+        message: Some(message.to_owned()).filter(|m| !m.is_empty()),
         display: format!("{percent}%"),
         updated_at: parse(&r.latest.at).map(Time),
         eta: eta(&r.first, &r.latest).map(Time),
@@ -115,5 +119,20 @@ mod tests {
             ..r
         };
         assert_eq!(status(&r).message, None);
+    }
+
+    #[test]
+    fn a_long_message_is_cut_to_256_bytes_on_a_char_boundary() {
+        let long = format!("x{}", "é".repeat(300_000));
+        let r = Report {
+            first: p(0, "2024-01-01T00:00:00Z"),
+            latest: Point {
+                message: long.clone(),
+                ..p(42, "2024-01-01T00:00:21Z")
+            },
+        };
+        let m = status(&r).message.unwrap_or_default();
+        assert_eq!(m.len(), MAX_MESSAGE_BYTES - 1, "255: 'x' and 127 'é'");
+        assert!(long.starts_with(&m));
     }
 }
