@@ -1,5 +1,5 @@
 //! Size bounds the CRD schema puts on types longtask does not own (core/v1
-//! EnvVar and ResourceRequirements from k8s-openapi), so the API server's
+//! EnvVar, ResourceRequirements and VolumeMount from k8s-openapi), so the API server's
 //! cost estimate of the CEL rules over them stays within its budget: an
 //! unbounded string or map is priced as if it filled a whole request
 //! (3 MiB), and the API server refuses a CRD whose rules could cost more
@@ -29,6 +29,19 @@ pub fn env(schema: &mut Schema) {
     if let Some(Value::Object(items)) = schema.get_mut("items") {
         with_property(items, "name", &|name| {
             name.insert("maxLength".into(), MAX_ENV_NAME_LEN.into());
+        });
+    }
+}
+
+/// Longest `spec.volumeMounts[].mountPath` (Linux's PATH_MAX); bounds
+/// the cost of the rules that match it.
+pub const MAX_MOUNT_PATH_LEN: usize = 4096;
+
+/// Field transform of `spec.volumeMounts`: bounds each entry's mountPath.
+pub fn volume_mounts(schema: &mut Schema) {
+    if let Some(Value::Object(items)) = schema.get_mut("items") {
+        with_property(items, "mountPath", &|p| {
+            p.insert("maxLength".into(), MAX_MOUNT_PATH_LEN.into());
         });
     }
 }

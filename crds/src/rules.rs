@@ -85,3 +85,25 @@ pub fn exit_codes_in_range() -> Rule {
         "spec.failOnExitCodes: exit codes are 1 to 255 (128+N for a program killed by signal N)",
     )
 }
+
+/// Matches a mount path that, normalised (repeated '/' and '.' components
+/// dropped, relative taken from '/'), is /longtask or /longtask-bin or
+/// under one: `//longtask-bin`, `/./longtask-bin`, `longtask-bin/`.
+/// `(?s)` lets the tail hold a newline too.
+const RESERVED_MOUNT: &str = "'(?s)^([.]?/)*(longtask|longtask-bin)(/.*)?$'";
+
+/// No `spec.volumeMounts` entry is at or under a directory longtask mounts
+/// (compared normalised, see [`RESERVED_MOUNT`]).
+pub fn mounts_outside_reserved() -> Rule {
+    Rule::new(format!("self.all(m, !m.mountPath.matches({RESERVED_MOUNT}))")).message(
+        "spec.volumeMounts: /longtask (the work directory) and /longtask-bin (the worker) are mounted by longtask: mount volumes elsewhere",
+    )
+}
+
+/// No mount path has a '..' component: where it leads depends on what is
+/// mounted above it, so it could not be compared with the reserved paths.
+pub fn mounts_without_dotdot() -> Rule {
+    Rule::new("self.all(m, !m.mountPath.matches('(^|/)[.][.](/|$)'))").message(
+        "spec.volumeMounts: a mountPath may not hold a '..' component: write the path it leads to",
+    )
+}

@@ -77,12 +77,14 @@ pub struct TaskSpec {
 
     /// Mounts of `podTemplate.volumes` into the program's container (core/v1
     /// VolumeMount). Not at or under /longtask (the work directory) or
-    /// /longtask-bin (the injected worker), which longtask mounts. Default:
-    /// none.
+    /// /longtask-bin (the injected worker), which longtask mounts, however
+    /// written (`//longtask-bin`, `/./longtask-bin/`); no `..` in a
+    /// mountPath; a mountPath of at most 4096 characters. Default: none.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 64))]
+    #[schemars(length(max = 64), transform = crate::bounds::volume_mounts)]
     #[x_kube(
-        validation = Rule::new("self.all(m, !['/longtask', '/longtask-bin'].exists(p, m.mountPath == p || m.mountPath.startsWith(p + '/')))").message("spec.volumeMounts: /longtask (the work directory) and /longtask-bin (the worker) are mounted by longtask: mount volumes elsewhere"),
+        validation = crate::rules::mounts_outside_reserved(),
+        validation = crate::rules::mounts_without_dotdot(),
         validation = Rule::new("self.all(m, m.name != 'longtask' && m.name != 'longtask-bin')").message("spec.volumeMounts: the volumes longtask and longtask-bin are longtask's, which it mounts itself")
     )]
     pub volume_mounts: Vec<VolumeMount>,
@@ -479,6 +481,10 @@ pub struct ShardResult {
     /// exceed 32 KiB).
     #[serde(default)]
     pub result: String,
+    /// "sha256:<hex>" of the shard's whole accepted result (as stored in
+    /// its ConfigMap), to check a copy against; absent when it left none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_digest: Option<String>,
 }
 
 /// Lifecycle phase: absent until the Task is looked at, Queued while it

@@ -29,6 +29,12 @@ pub struct Global {
     /// Path to the kubeconfig file (default: $KUBECONFIG, else ~/.kube/config).
     #[arg(long, global = true)]
     pub kubeconfig: Option<std::path::PathBuf>,
+    /// User to impersonate for the operation, as with kubectl --as.
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub as_user: Option<String>,
+    /// Group to impersonate (repeat for several), as with kubectl --as-group.
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub as_group: Vec<String>,
 }
 
 #[derive(Subcommand, Debug)]

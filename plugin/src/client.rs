@@ -142,6 +142,13 @@ impl Kube {
             None => Config::from_kubeconfig(&options).await,
         }
         .map_err(|source| Error::Kubeconfig { path: None, source })?;
+        let mut config = config;
+        if let Some(user) = &g.as_user {
+            config.auth_info.impersonate = Some(user.clone());
+        }
+        if !g.as_group.is_empty() {
+            config.auth_info.impersonate_groups = Some(g.as_group.clone());
+        }
         let namespace = g
             .namespace
             .clone()

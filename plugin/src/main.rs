@@ -7,6 +7,7 @@ mod client;
 mod cmd;
 #[cfg(test)]
 mod fixtures;
+mod safe;
 
 use std::process::ExitCode;
 
@@ -24,7 +25,7 @@ async fn main() -> ExitCode {
         // The reader went away (`| head`): stop quietly, as cat does.
         Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", chain(&e));
+            note!("error: {}", chain(&e));
             ExitCode::from(1)
         }
     }
@@ -56,12 +57,23 @@ async fn run(cli: Cli) -> Result<(), Error> {
     }
 }
 
-/// Writes to stdout; an error (e.g. a closed pipe) is returned, never a
+/// Writes text to stdout, its control characters made visible
+/// ([`safe::visible`]); an error (e.g. a closed pipe) is returned, never a
 /// panic as with `print!`.
-pub fn out(bytes: impl AsRef<[u8]>) -> std::io::Result<()> {
+pub fn out(text: impl AsRef<str>) -> std::io::Result<()> {
+    write_stdout(safe::visible(text.as_ref()).as_bytes())
+}
+
+/// Writes a program's own bytes (a result, a log line) to stdout: exact
+/// into a pipe or a file, control characters made visible on a terminal.
+pub fn out_data(bytes: &[u8]) -> std::io::Result<()> {
+    write_stdout(&safe::for_stdout(bytes))
+}
+
+fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
-    stdout.write_all(bytes.as_ref())?;
+    stdout.write_all(bytes)?;
     stdout.flush()
 }
 

@@ -3,7 +3,7 @@
 //! a single result is), and the outcome once every shard has finished.
 
 use crds::conditions::Reason;
-use crds::result::{MAX_STATUS_RESULT_BYTES, shard_config_map_name, truncate_utf8};
+use crds::result::{MAX_STATUS_RESULT_BYTES, digest, shard_config_map_name, truncate_utf8};
 use crds::{Phase, ShardCounts, ShardResult, Task, TaskStatus};
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -76,6 +76,9 @@ pub fn collect(
             Ok(r) => {
                 entry.exit_code = Some(r.exit_code);
                 let text = r.text();
+                if !r.too_large() {
+                    entry.result_digest = Some(digest(&r.result));
+                }
                 if r.too_large() {
                     out.too_large.push(index);
                 } else if text.len() <= budget {

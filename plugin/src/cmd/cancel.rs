@@ -15,7 +15,7 @@ pub async fn run(k: &Kube, a: NamesArg) -> Result<(), Error> {
     let mut all_ok = true;
     for name in &a.names {
         if let Err(e) = cancel(k, name).await {
-            eprintln!("error: {e}");
+            crate::note!("error: {e}");
             all_ok = false;
         }
     }

@@ -10,7 +10,7 @@ use crds::Task;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
-use kube::api::{DeleteParams, ListParams};
+use kube::api::{DeleteParams, ListParams, Preconditions};
 
 use crate::cli::DeleteArgs;
 use crate::client::{Error, Kube};
@@ -29,7 +29,7 @@ pub async fn run(k: &Kube, a: DeleteArgs) -> Result<(), Error> {
         .items;
     let chosen = select(&tasks, Timestamp::now(), a.older_than, a.keep);
     if chosen.is_empty() {
-        eprintln!("No finished tasks to delete.");
+        crate::note!("No finished tasks to delete.");
         return Ok(());
     }
     for t in chosen {
@@ -45,14 +45,34 @@ pub async fn run(k: &Kube, a: DeleteArgs) -> Result<(), Error> {
             continue;
         }
         let api = kube::Api::<Task>::namespaced(k.client.clone(), &ns);
-        match api.delete(&name, &DeleteParams::background()).await {
+        match api.delete(&name, &params(t)).await {
             Ok(_) => crate::out(format!("task/{name} deleted{where_}\n"))?,
             // Someone else deleted it meanwhile: the goal is reached.
             Err(kube::Error::Api(s)) if s.code == 404 && s.reason == "NotFound" => {}
+            // The precondition failed: a new Task of that name, not the
+            // finished one listed, which is gone.
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                crate::note!(
+                    "task/{name} was not deleted{where_}: it was deleted and created again since it was listed"
+                );
+            }
             Err(e) => return Err(Error::api("delete", "tasks", &ns, Some(&name), e)),
         }
     }
     Ok(())
+}
+
+/// Deletes exactly the Task listed (its UID), so that a Task created
+/// again under the same name in between is left alone; Background
+/// propagation takes its Job, pods and result along.
+fn params(t: &Task) -> DeleteParams {
+    DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: t.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..DeleteParams::background()
+    }
 }
 
 /// When a finished Task finished: status.completedAt, else its creation.
@@ -148,6 +168,15 @@ mod tests {
                 .completed(NOW - 9 * DAY)
                 .build(),
         ]
+    }
+
+    #[test]
+    fn deletes_only_the_listed_task() {
+        let t = task("old-ok").phase(Phase::Completed).build();
+        let p = params(&t);
+        let uid = p.preconditions.and_then(|c| c.uid);
+        assert_eq!(uid, t.metadata.uid);
+        assert!(uid.is_some());
     }
 
     #[test]

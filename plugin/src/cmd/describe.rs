@@ -13,6 +13,7 @@ use kube::{Api, ResourceExt};
 use crate::cli::NameArg;
 use crate::client::{Error, Kube};
 use crate::cmd::show;
+use crate::safe::visible;
 
 pub async fn run(k: &Kube, a: NameArg) -> Result<(), Error> {
     let task = k.task(&a.name).await?;
@@ -45,7 +46,7 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
     let name = t.name_any();
     let mut field = |k: &str, v: &str| {
         if !v.is_empty() {
-            let _ = writeln!(o, "{:<13}{v}", format!("{k}:"));
+            let _ = writeln!(o, "{:<13}{}", format!("{k}:"), visible(v));
         }
     };
     field("Name", &name);
@@ -173,7 +174,7 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
 }
 
 fn indent(o: &mut String, text: &str) {
-    for line in text.lines() {
+    for line in visible(text).lines() {
         let _ = writeln!(o, "  {line}");
     }
 }
@@ -293,6 +294,46 @@ mod tests {
             "oldest first\n{out}"
         );
         assert!(!out.contains("Stale"), "another Task's events\n{out}");
+    }
+
+    /// Issue 24: every string a program or a user wrote reaches the screen
+    /// with its control characters made visible.
+    #[test]
+    fn hostile_strings_are_shown_not_obeyed() {
+        const OSC52: &str = "\u{1b}]52;c;ZXZpbA==\u{7}";
+        let mut t = task("t")
+            .phase(Phase::Failed)
+            .reason(reasons::BACKOFF_LIMIT_EXCEEDED, &format!("msg {OSC52}"))
+            .result(&format!("{OSC52}\u{9b}2J"), false, "sha256:ab")
+            .condition(types::FAILED, "True", "X", "cond \u{1b}[2J")
+            .build();
+        if let Some(s) = t.status.as_mut() {
+            s.log_tail = Some("tail \u{1b}[8mhidden\r\n".into());
+            s.progress = Some(crds::TaskProgress {
+                percent: 5,
+                message: Some("\u{1b}]0;title\u{7}".into()),
+                display: "5%".into(),
+                ..crds::TaskProgress::default()
+            });
+        }
+        let mut ev = event("uid-t", "Note", 1);
+        ev.message = Some(format!("event {OSC52}\u{85}end"));
+        let out = render(&t, Ok(vec![ev]), now());
+        let bad: Vec<char> = out
+            .chars()
+            .filter(|c| c.is_control() && *c != '\n')
+            .collect();
+        assert!(bad.is_empty(), "{bad:?} in\n{out}");
+        for want in [
+            "Message:     msg ^[]52;c;ZXZpbA==^G\n",
+            "Result:      ^[]52;c;ZXZpbA==^G\\u{9b}2J\n",
+            "Progress:    5% ^[]0;title^G\n",
+            "cond ^[[2J",
+            "event ^[]52;c;ZXZpbA==^G\\u{85}end",
+            "  tail ^[[8mhidden\\r\n",
+        ] {
+            assert!(out.contains(want), "{want:?} in\n{out}");
+        }
     }
 
     #[test]

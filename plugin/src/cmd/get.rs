@@ -32,7 +32,7 @@ pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
             match k.task(n).await {
                 Ok(t) => tasks.push(t),
                 Err(e @ Error::NotFound { .. }) => {
-                    eprintln!("error: {e}");
+                    crate::note!("error: {e}");
                     missing += 1;
                 }
                 Err(e) => return Err(e),
@@ -41,8 +41,8 @@ pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
     }
     if tasks.is_empty() && missing == 0 {
         match a.all_namespaces {
-            true => eprintln!("No tasks found."),
-            false => eprintln!("No tasks found in {} namespace.", k.namespace),
+            true => crate::note!("No tasks found."),
+            false => crate::note!("No tasks found in {} namespace.", k.namespace),
         }
     } else if !tasks.is_empty() {
         crate::out(table(&tasks, Timestamp::now(), a.all_namespaces))?;

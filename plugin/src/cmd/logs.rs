@@ -98,9 +98,10 @@ fn name_of(p: &Pod) -> String {
     p.metadata.name.clone().unwrap_or_default()
 }
 
+/// The line naming an attempt's pod: ours, so always made visible.
 fn header(prefix: &str, p: &Pod, attempt: usize) -> Result<(), Error> {
-    let line = format!("==> pod {} (attempt {attempt}) <==", name_of(p));
-    stream::print_line(prefix, line.as_bytes())
+    let line = format!("{prefix}==> pod {} (attempt {attempt}) <==\n", name_of(p));
+    Ok(crate::out(line)?)
 }
 
 /// The pods are gone (the Job's TTL, or deleted): what the Task kept.
@@ -111,10 +112,10 @@ fn log_tail(task: &Task) -> Result<(), Error> {
         .and_then(|s| s.log_tail.clone())
         .unwrap_or_default();
     if tail.is_empty() {
-        eprintln!("pods are gone, and status.logTail is empty");
+        crate::note!("pods are gone, and status.logTail is empty");
         return Ok(());
     }
-    eprintln!("pods are gone; showing the last lines kept in status.logTail");
+    crate::note!("pods are gone; showing the last lines kept in status.logTail");
     for line in tail.lines() {
         stream::print_line("", line.as_bytes())?;
     }
@@ -129,7 +130,7 @@ async fn current(k: &Kube, task: Task, o: Opts) -> Result<(), Error> {
         if finished(&task) || had_pods {
             return log_tail(&task);
         }
-        eprintln!("{}", pods::why_waiting(&task, None));
+        crate::note!("{}", pods::why_waiting(&task, None));
         return Ok(());
     }
     for (shard, attempts) in by_shard {
@@ -142,7 +143,7 @@ async fn current(k: &Kube, task: Task, o: Opts) -> Result<(), Error> {
         for (i, p) in attempts.iter().enumerate().skip(skip) {
             if !pods::started(p) {
                 if !pods::ended(p) {
-                    eprintln!("{prefix}{}", pods::why_waiting(&task, Some(p)));
+                    crate::note!("{prefix}{}", pods::why_waiting(&task, Some(p)));
                 }
                 continue;
             }
@@ -176,7 +177,7 @@ fn uid_of(p: &Pod) -> String {
 /// Prints a waiting line unless it is the one last said for `key`.
 fn say(said: &mut HashMap<Option<u32>, String>, key: Option<u32>, line: String) {
     if said.get(&key) != Some(&line) {
-        eprintln!("{line}");
+        crate::note!("{line}");
         said.insert(key, line);
     }
 }
@@ -243,7 +244,7 @@ async fn follow(k: &Kube, mut task: Task, o: Opts) -> Result<(), Error> {
             if o.headers {
                 header(&prefix, p, i + 1)?;
             } else if st.followed > 0 {
-                eprintln!("{prefix}following the next attempt, pod {}", name_of(p));
+                crate::note!("{prefix}following the next attempt, pod {}", name_of(p));
             }
             st.followed += 1;
             said.remove(&Some(*shard));

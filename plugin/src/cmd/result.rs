@@ -1,13 +1,13 @@
 //! `kubectl longtask result NAME [-o FILE] [--shard I]`: the exact bytes
 //! the program returned, read from the result ConfigMap (plain or gzip),
-//! checked against what the operator accepted (status.resultDigest), and
-//! refused when they differ. When the ConfigMap is gone, `status.result`
-//! serves if it is whole.
+//! which must carry a worker's stamp, checked against the digest of what
+//! the operator accepted (status.resultDigest, or the shard's
+//! status.shardResults[I].resultDigest), and refused when they differ.
+//! When the ConfigMap is gone, the status's copy serves if it is whole.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
-use crds::names::labels;
+use crds::names::{annotations, labels};
 use crds::result::{self as format, TaskResult, digest, keys};
 use crds::{ShardResult, Task};
 use k8s_openapi::ByteString;
@@ -51,9 +51,13 @@ pub async fn run(k: &Kube, a: ResultArgs) -> Result<(), Error> {
     match &a.output {
         Some(path) => std::fs::write(path, &bytes)?,
         None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(&bytes)?;
-            out.flush()?;
+            let shown = crate::safe::for_stdout(&bytes);
+            if *shown != bytes[..] {
+                crate::note!(
+                    "note: control characters in the result are shown escaped; redirect it or use -o FILE for the exact bytes"
+                );
+            }
+            crate::out_data(&bytes)?;
         }
     }
     Ok(())
@@ -112,6 +116,16 @@ pub fn decode(task: &Task, cm: &ConfigMap) -> Result<TaskResult, Error> {
             ),
         ));
     }
+    if !stamped(cm) {
+        return Err(no_result(
+            task,
+            format!(
+                "ConfigMap {cm_name} carries no writer stamp (annotations {} and {}): no longtask worker wrote it as it is",
+                annotations::WRITER_POD,
+                annotations::WRITER_POD_UID
+            ),
+        ));
+    }
     static NONE: BTreeMap<String, String> = BTreeMap::new();
     static NO_BINARY: BTreeMap<String, ByteString> = BTreeMap::new();
     let data = cm.data.as_ref().unwrap_or(&NONE);
@@ -137,6 +151,15 @@ pub fn decode(task: &Task, cm: &ConfigMap) -> Result<TaskResult, Error> {
         ));
     }
     Ok(r)
+}
+
+/// True when the ConfigMap carries a whole writer stamp, which every
+/// worker write sets (the operator accepts no result without one).
+fn stamped(cm: &ConfigMap) -> bool {
+    let a = cm.metadata.annotations.as_ref();
+    [annotations::WRITER_POD, annotations::WRITER_POD_UID]
+        .iter()
+        .all(|k| a.and_then(|a| a.get(*k)).is_some_and(|v| !v.is_empty()))
 }
 
 /// The whole result of an unsharded Task, checked against status.resultDigest.
@@ -165,7 +188,7 @@ pub fn single(task: &Task, cm: Option<&ConfigMap>) -> Result<Vec<u8>, Error> {
                     ),
                 ));
             };
-            eprintln!(
+            crate::note!(
                 "note: the result ConfigMap {cm_name} is gone; printing status.result, which holds the whole result"
             );
             (r.into_bytes(), "status.result".to_owned())
@@ -194,56 +217,57 @@ pub fn single(task: &Task, cm: Option<&ConfigMap>) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// The result of shard `index`. The status holds no digest per shard, so
-/// the bytes are checked against the shard's status.shardResults entry: equal
-/// (as text), or starting with it where the status was cut.
+/// The result of shard `index`, checked against the digest the operator
+/// recorded in the shard's status.shardResults entry. Without the
+/// ConfigMap, the entry's own copy serves only if it is the whole result
+/// (it has that digest).
 pub fn shard(task: &Task, index: u32, cm: Option<&ConfigMap>) -> Result<Vec<u8>, Error> {
     finished(task)?;
     let name = name_of(task);
     let cm_name = format::shard_config_map_name(&name, index);
     let status = task.status.clone().unwrap_or_default();
-    let cut = status.shard_results_truncated == Some(true);
+    let against = format!("status.shardResults[{index}].resultDigest");
     let entry: Option<&ShardResult> = status
         .shard_results
         .iter()
         .find(|s| u32::try_from(s.index).ok() == Some(index) && s.exit_code.is_some());
-    let against = format!("status.shardResults[{index}]");
-    let Some(cm) = cm else {
-        return match entry {
-            Some(e) if !cut => {
-                eprintln!(
-                    "note: the result ConfigMap {cm_name} is gone; printing {against}.result, which holds the whole result"
-                );
-                Ok(e.result.clone().into_bytes())
-            }
-            _ => Err(no_result(
-                task,
-                format!(
-                    "the result ConfigMap {cm_name} is gone and the status does not hold shard {index}'s whole result"
-                ),
-            )),
-        };
-    };
-    let bytes = decode(task, cm)?.result;
-    let Some(e) = entry else {
+    let Some(expected) = entry.and_then(|e| e.result_digest.clone()) else {
         return Err(no_result(
             task,
-            format!("{against} is absent: the operator did not accept shard {index}'s result"),
+            format!(
+                "{against} is absent: the operator did not accept a result of shard {index}, so {cm_name} cannot be checked"
+            ),
         ));
     };
-    let text = String::from_utf8_lossy(&bytes);
-    let matches = if cut {
-        text.starts_with(&e.result)
-    } else {
-        text == e.result
+    let (bytes, source_name) = match cm {
+        Some(cm) => (decode(task, cm)?.result, format!("ConfigMap {cm_name}")),
+        None => {
+            let copy = entry.map(|e| e.result.clone()).unwrap_or_default();
+            if digest(copy.as_bytes()) != expected {
+                return Err(no_result(
+                    task,
+                    format!(
+                        "the result ConfigMap {cm_name} is gone and the status does not hold shard {index}'s whole result"
+                    ),
+                ));
+            }
+            crate::note!(
+                "note: the result ConfigMap {cm_name} is gone; printing status.shardResults[{index}].result, which holds the whole result"
+            );
+            (
+                copy.into_bytes(),
+                format!("status.shardResults[{index}].result"),
+            )
+        }
     };
-    if !matches {
+    let actual = digest(&bytes);
+    if actual != expected {
         return Err(Error::DigestMismatch {
             name,
-            source_name: format!("ConfigMap {cm_name}"),
+            source_name,
             against,
-            expected: digest(e.result.as_bytes()),
-            actual: digest(text.as_bytes()),
+            expected,
+            actual,
         });
     }
     Ok(bytes)
@@ -274,6 +298,10 @@ mod tests {
                 labels: Some(BTreeMap::from([
                     (labels::TASK_UID.into(), format!("uid-{name}")),
                     (labels::JOB_UID.into(), "job-1".into()),
+                ])),
+                annotations: Some(BTreeMap::from([
+                    (annotations::WRITER_POD.into(), format!("{name}-x7k2p")),
+                    (annotations::WRITER_POD_UID.into(), "pod-uid-1".into()),
                 ])),
                 ..ObjectMeta::default()
             },
@@ -358,17 +386,23 @@ mod tests {
         assert!(e.contains("is gone"), "{e}");
     }
 
-    fn sharded(results: &[&str], cut: bool) -> Task {
+    /// A finished Task of 3 shards whose status holds `results` (cut to
+    /// their first byte when `cut`), each with the digest of the whole.
+    fn sharded(results: &[&[u8]], cut: bool) -> Task {
         let mut t = task("t").shards(3).phase(Phase::Completed).build();
         if let Some(s) = t.status.as_mut() {
             s.job_uid = Some("job-1".into());
             s.shard_results_truncated = cut.then_some(true);
             s.shard_results = (0..)
                 .zip(results)
-                .map(|(index, r)| ShardResult {
-                    index,
-                    exit_code: Some(0),
-                    result: (*r).into(),
+                .map(|(index, r)| {
+                    let shown = String::from_utf8_lossy(r);
+                    ShardResult {
+                        index,
+                        exit_code: Some(0),
+                        result: if cut { shown[..1].into() } else { shown.into() },
+                        result_digest: Some(digest(r)),
+                    }
                 })
                 .collect();
         }
@@ -376,19 +410,64 @@ mod tests {
     }
 
     #[test]
-    fn shards_are_checked_against_their_status_entry() {
-        let t = sharded(&["a", "b", "c"], false);
+    fn shards_are_checked_against_their_digest() {
+        let t = sharded(&[b"a", b"b", b"c"], false);
         let cm = stored("t", "t-result-1", b"b");
         assert_eq!(shard(&t, 1, Some(&cm)).expect("shard 1"), b"b");
         let e = shard(&t, 2, Some(&cm)).expect_err("not c").to_string();
-        assert!(e.contains("status.shardResults[2]"), "{e}");
+        assert!(e.contains("status.shardResults[2].resultDigest"), "{e}");
         assert_eq!(shard(&t, 0, None).expect("from status"), b"a");
-        let cut = sharded(&["a", "b", "c"], true);
-        assert!(
-            shard(&cut, 0, None).is_err(),
-            "a cut status is not the whole result"
-        );
+        let cut = sharded(&[b"aaa", b"bbb", b"ccc"], true);
+        let e = shard(&cut, 0, None).expect_err("cut").to_string();
+        assert!(e.contains("is gone"), "a cut copy is not the result: {e}");
         let cm = stored("t", "t-result-1", b"bbb");
-        assert_eq!(shard(&cut, 1, Some(&cm)).expect("prefix"), b"bbb");
+        assert_eq!(shard(&cut, 1, Some(&cm)).expect("whole"), b"bbb");
+        let cm = stored("t", "t-result-1", b"bb");
+        assert!(shard(&cut, 1, Some(&cm)).is_err(), "a prefix is not enough");
+    }
+
+    /// Issue 24: shard 1's status entry is "" (shard 0 spent the budget);
+    /// its ConfigMap, unstamped and changed to EVIL, matched before.
+    #[test]
+    fn a_tampered_shard_is_refused_whatever_its_status_entry() {
+        let big = vec![b'x'; 40_000];
+        let mut t = sharded(&[&big, &big], false);
+        if let Some(s) = t.status.as_mut() {
+            s.shard_results_truncated = Some(true);
+            s.shard_results[1].result = String::new();
+        }
+        let mut cm = stored("t", "t-result-1", b"EVIL");
+        let e = shard(&t, 1, Some(&cm)).expect_err("changed").to_string();
+        assert!(e.contains(&digest(b"EVIL")), "{e}");
+        cm.metadata.annotations = None;
+        let e = shard(&t, 1, Some(&cm)).expect_err("unstamped").to_string();
+        assert!(e.contains("no writer stamp"), "{e}");
+        let cm = stored("t", "t-result-1", &big);
+        assert_eq!(shard(&t, 1, Some(&cm)).expect("genuine"), big);
+        // An entry without a digest (an older operator's, or emptied) matches nothing.
+        if let Some(s) = t.status.as_mut() {
+            s.shard_results[1].result_digest = None;
+        }
+        let e = shard(&t, 1, Some(&cm)).expect_err("no digest").to_string();
+        assert!(e.contains("is absent"), "{e}");
+        if let Some(s) = t.status.as_mut() {
+            s.shard_results[1].result_digest = Some(String::new());
+        }
+        assert!(shard(&t, 1, Some(&cm)).is_err(), "an empty digest");
+    }
+
+    #[test]
+    fn binary_shard_results_compare_as_bytes() {
+        let raw = [0xff_u8, 0xfe, 0x00, 0x9b];
+        let t = sharded(&[&raw, b"b", b"c"], false);
+        let cm = stored("t", "t-result-0", &raw);
+        assert_eq!(shard(&t, 0, Some(&cm)).expect("exact"), raw);
+        let other = [0xfe_u8, 0xfe, 0x00, 0x9b];
+        let cm = stored("t", "t-result-0", &other);
+        assert!(
+            shard(&t, 0, Some(&cm)).is_err(),
+            "same lossy text, other bytes"
+        );
+        assert!(shard(&t, 0, None).is_err(), "the status copy is lossy");
     }
 }

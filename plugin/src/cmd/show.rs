@@ -4,6 +4,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
+use crate::safe::visible;
+
 /// Seconds from `then` to `now` (negative when `then` is in the future).
 pub fn seconds_since(now: Timestamp, then: &Time) -> i64 {
     now.as_second() - then.0.as_second()
@@ -41,10 +43,15 @@ fn with_rest(big: i64, big_unit: &str, rest: i64, rest_unit: &str) -> String {
 }
 
 /// `rows` under `header`, columns padded to their widest cell and three
-/// spaces apart, like kubectl's tables; no trailing blanks.
+/// spaces apart, like kubectl's tables; no trailing blanks. Cells are made
+/// visible first ([`crate::safe::visible`]), so the widths hold.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| visible(c).into_owned()).collect())
+        .collect();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for r in rows {
+    for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
             *w = (*w).max(cell.chars().count());
         }
@@ -63,7 +70,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
         out
     };
     let mut out = line(header.to_vec());
-    for r in rows {
+    for r in &rows {
         out.push_str(&line(r.iter().map(String::as_str).collect()));
     }
     out
@@ -92,6 +99,18 @@ mod tests {
         ] {
             assert_eq!(human(secs), want, "{secs}s");
         }
+    }
+
+    #[test]
+    fn table_cells_are_made_visible_before_they_are_measured() {
+        let t = table(
+            &["NAME", "WAITING"],
+            &[
+                vec!["a".into(), "\u{1b}[2Jx".into()],
+                vec!["bb".into(), "\u{9b}y".into()],
+            ],
+        );
+        assert_eq!(t, "NAME   WAITING\na      ^[[2Jx\nbb     \\u{9b}y\n");
     }
 
     #[test]

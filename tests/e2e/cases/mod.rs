@@ -19,6 +19,7 @@ mod retry;
 mod scale;
 mod security;
 mod sizes;
+mod tenants;
 mod validation;
 mod waiting;
 
@@ -81,6 +82,36 @@ pub static ALL: &[Case] = &[
         ttl_while_operator_down,
         true,
         hardening::ttl_while_operator_down
+    ),
+    case!(
+        tenant_shard_tamper_refused,
+        false,
+        tenants::tenant_shard_tamper_refused
+    ),
+    case!(
+        tenant_escapes_made_visible,
+        false,
+        tenants::tenant_escapes_made_visible
+    ),
+    case!(
+        tenant_progress_message_bounded,
+        false,
+        tenants::tenant_progress_message_bounded
+    ),
+    case!(
+        tenant_mount_paths_normalised,
+        false,
+        tenants::tenant_mount_paths_normalised
+    ),
+    case!(
+        tenant_delete_keeps_recreated_task,
+        false,
+        tenants::tenant_delete_keeps_recreated_task
+    ),
+    case!(
+        tenant_logs_only_job_pods,
+        false,
+        tenants::tenant_logs_only_job_pods
     ),
     case!(completes_with_result, false, basics::completes_with_result),
     case!(

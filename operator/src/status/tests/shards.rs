@@ -1,5 +1,5 @@
 use crds::conditions::reasons;
-use crds::result::MAX_STATUS_RESULT_BYTES;
+use crds::result::{MAX_STATUS_RESULT_BYTES, digest};
 use crds::{Phase, ShardCounts, Task};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -112,6 +112,26 @@ fn results_are_bounded_together() {
     assert_eq!(
         (c.results[2].result.as_str(), c.results[2].exit_code),
         ("", Some(0))
+    );
+}
+
+/// Each accepted shard carries the digest of its whole result, also where
+/// the status holds only a cut copy; a shard without one has no digest.
+#[test]
+fn every_accepted_shard_has_the_digest_of_its_whole_result() {
+    let big = "x".repeat(MAX_STATUS_RESULT_BYTES + 5);
+    let cms = [
+        ResultFixture::new(&big).shard(0),
+        ResultFixture::new("b").shard(1),
+        ResultFixture::new("stale").shard(2).of_job("old-job"),
+    ]
+    .map(ResultFixture::build);
+    let c = collect(&cms, "t", "tu", "j1", 3);
+    assert!(c.truncated);
+    let digests: Vec<Option<String>> = c.results.iter().map(|r| r.result_digest.clone()).collect();
+    assert_eq!(
+        digests,
+        [Some(digest(big.as_bytes())), Some(digest(b"b")), None]
     );
 }
 

@@ -5,23 +5,21 @@
 use std::collections::BTreeMap;
 
 use crds::conditions::types;
-use crds::names::{annotations, labels};
+use crds::names::annotations;
 use crds::{Phase, Task};
 use k8s_openapi::api::core::v1::Pod;
 
 /// The pods of a Task's Job, by shard (0 for a Task that is not sharded),
-/// each shard's oldest attempt first. Pods of another Job (the Task's Job
-/// replaced) are left out once the Task names its Job.
+/// each shard's oldest attempt first. Only pods the Job controller made
+/// for the Job the Task names (status.jobUid) count: labels can be put on
+/// any pod, a controller owner reference with the Job's UID only by the
+/// Job controller (or by someone allowed to make pods run as the Job's).
+/// Until the Task names its Job, it has no attempts.
 pub fn attempts(task: &Task, pods: Vec<Pod>, only: Option<u32>) -> BTreeMap<u32, Vec<Pod>> {
     let job_uid = task.status.as_ref().and_then(|s| s.job_uid.as_deref());
     let mut by_shard: BTreeMap<u32, Vec<Pod>> = BTreeMap::new();
     for p in pods {
-        let job = p
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(labels::JOB_CONTROLLER_UID));
-        if job_uid.is_some_and(|want| job.is_some_and(|j| j != want)) {
+        if !job_uid.is_some_and(|uid| job_controls(&p, uid)) {
             continue;
         }
         let shard = shard_of(&p);
@@ -41,6 +39,15 @@ pub fn attempts(task: &Task, pods: Vec<Pod>, only: Option<u32>) -> BTreeMap<u32,
         });
     }
     by_shard
+}
+
+/// True when the pod's controller is the Job with UID `job_uid`.
+fn job_controls(p: &Pod, job_uid: &str) -> bool {
+    p.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|o| o.controller == Some(true) && o.kind == "Job" && o.uid == job_uid)
 }
 
 /// The completion index of an Indexed Job's pod (annotation, or the label
@@ -156,6 +163,7 @@ pub fn why_waiting(t: &Task, pod: Option<&Pod>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crds::names::labels;
     use serde_json::{Value, json};
 
     fn task(status: Value) -> Task {
@@ -199,7 +207,8 @@ mod tests {
         let t = task(json!({"jobUid": "j1"}));
         let idx = |i: &str| {
             json!({"annotations": {annotations::JOB_COMPLETION_INDEX: i},
-            "labels": {labels::JOB_CONTROLLER_UID: "j1"}})
+            "labels": {labels::JOB_CONTROLLER_UID: "j1"},
+            "ownerReferences": [owner("j1", true)]})
         };
         let pods = vec![
             pod("b", "2026-01-01T00:00:02Z", idx("1"), running()),
@@ -208,8 +217,23 @@ mod tests {
             pod(
                 "other",
                 "2026-01-01T00:00:00Z",
-                json!({"labels": {labels::JOB_CONTROLLER_UID: "j0"}}),
+                json!({"labels": {labels::JOB_CONTROLLER_UID: "j0"},
+                    "ownerReferences": [owner("j0", true)]}),
                 failed(),
+            ),
+            // Hand-made look-alikes: the Job's labels, no or a weak owner reference.
+            pod(
+                "labels-only",
+                "2026-01-01T00:00:00Z",
+                json!({"labels": {labels::JOB_CONTROLLER_UID: "j1"}}),
+                running(),
+            ),
+            pod(
+                "not-controller",
+                "2026-01-01T00:00:00Z",
+                json!({"labels": {labels::JOB_CONTROLLER_UID: "j1"},
+                    "ownerReferences": [owner("j1", false)]}),
+                running(),
             ),
         ];
         let by = attempts(&t, pods.clone(), None);
@@ -222,11 +246,21 @@ mod tests {
         assert_eq!(
             names(&by[&0]),
             ["a", "c"],
-            "oldest first, other Job left out"
+            "oldest first, other Job and look-alikes left out"
         );
         assert_eq!(names(&by[&1]), ["b"]);
-        let one = attempts(&t, pods, Some(1));
+        let one = attempts(&t, pods.clone(), Some(1));
         assert_eq!(one.keys().copied().collect::<Vec<_>>(), [1]);
+        let unnamed = task(json!({"phase": "Running"}));
+        assert!(
+            attempts(&unnamed, pods, None).is_empty(),
+            "no Job named yet"
+        );
+    }
+
+    fn owner(uid: &str, controller: bool) -> Value {
+        json!({"apiVersion": "batch/v1", "kind": "Job", "name": "t", "uid": uid,
+            "controller": controller})
     }
 
     #[test]

@@ -18,12 +18,14 @@ use crate::client::Error;
 const SETTLE: Duration = Duration::from_millis(500);
 const SETTLE_TRIES: u32 = 10;
 
-/// Writes `prefix` + each line to stdout, one write per line so the lines
-/// of concurrent shards never mix.
+/// Writes `prefix` + each line of the program's log to stdout, one write
+/// per line so the lines of concurrent shards never mix; on a terminal the
+/// line's control characters are made visible (`safe::for_stdout`).
 pub fn print_line(prefix: &str, line: &[u8]) -> Result<(), Error> {
+    let line = crate::safe::for_stdout(line);
     let mut buf = Vec::with_capacity(prefix.len() + line.len() + 1);
-    buf.extend_from_slice(prefix.as_bytes());
-    buf.extend_from_slice(line);
+    buf.extend_from_slice(crate::safe::visible(prefix).as_bytes());
+    buf.extend_from_slice(&line);
     if !buf.ends_with(b"\n") {
         buf.push(b'\n');
     }
