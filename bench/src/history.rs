@@ -26,13 +26,16 @@ pub const NAMESPACE: &str = "bench-history";
 const STALL: Duration = Duration::from_secs(300);
 
 /// How the history grows.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Growth {
     /// Tasks created per chunk; at most two chunks are unfinished at once.
     pub chunk: usize,
     pub inflight: usize,
     /// Stop growing when the machine's MemAvailable falls below this.
     pub min_free_mib: u64,
+    /// Other operator builds, by name, each also started fresh at every
+    /// size (`--alt-operator`).
+    pub alts: Vec<(String, std::path::PathBuf)>,
 }
 
 /// The measures at one size.
@@ -50,6 +53,8 @@ pub struct Point {
     pub steady: Mem,
     /// A fresh operator beside them: once it leads, is Ready and idle.
     pub fresh: Mem,
+    /// The same for each other build, by name.
+    pub alts: Vec<(String, Mem)>,
 }
 
 /// RSS per kept Task of one series, KiB per Task.
@@ -174,7 +179,7 @@ async fn grow(
     done: &mut Finished,
     created: &mut usize,
     want: usize,
-    g: Growth,
+    g: &Growth,
 ) -> Result<()> {
     let chunk = g.chunk.max(1);
     let mut last_note = Instant::now();
@@ -220,7 +225,7 @@ pub async fn run(
     for &n in &sizes {
         let at = async {
             let t = Instant::now();
-            grow(&api, &mut done, &mut created, n, g).await?;
+            grow(&api, &mut done, &mut created, n, &g).await?;
             let grow_s = t.elapsed().as_secs_f64();
             eprintln!("bench: history: {n} Tasks finished in {grow_s:.0}s; measuring the operator that ran them");
             let steady = memory::steady(cluster, Duration::from_secs(300)).await?;
@@ -230,12 +235,22 @@ pub async fn run(
                 "bench: history: {n}: fresh start VmHWM {:.1} MiB, RSS {:.1} MiB, settled in {:.1}s",
                 fresh.hwm_mib, fresh.rss_mib, fresh.settle_s
             );
+            let mut alts = Vec::new();
+            for (name, bin) in &g.alts {
+                let m = memory::fresh_start_of(cluster, bin, Duration::from_secs(600)).await?;
+                eprintln!(
+                    "bench: history: {n}: fresh start of {name}: VmHWM {:.1} MiB, RSS {:.1} MiB",
+                    m.hwm_mib, m.rss_mib
+                );
+                alts.push((name.clone(), m));
+            }
             anyhow::Ok(Point {
                 tasks: n,
                 failed: done.now().1,
                 grow_s,
                 steady,
                 fresh,
+                alts,
             })
         }
         .await;
@@ -307,6 +322,35 @@ pub fn render(h: &History) -> String {
             ("failed Tasks".into(), row(&|p| p.failed.to_string()), "0"),
         ],
     );
+    let names: Vec<&String> = h
+        .points
+        .first()
+        .map(|p| p.alts.iter().map(|(n, _)| n).collect())
+        .unwrap_or_default();
+    if !names.is_empty() {
+        let alt = |p: &Point, name: &str| p.alts.iter().find(|(n, _)| n == name).map(|(_, m)| *m);
+        let mut rows: Vec<(String, Vec<String>, &str)> = Vec::new();
+        for name in names {
+            rows.push((
+                format!("fresh start of {name}: VmHWM, MiB"),
+                row(&|p| {
+                    alt(p, name)
+                        .map_or_else(|| "-".into(), |m| format!("{}{}", f1(m.hwm_mib), idle(&m)))
+                }),
+                "",
+            ));
+            rows.push((
+                format!("fresh start of {name}: RSS when idle, MiB"),
+                row(&|p| alt(p, name).map_or_else(|| "-".into(), |m| f1(m.rss_mib))),
+                "",
+            ));
+        }
+        out += &table(
+            "The same fresh start with other operator builds (--alt-operator), beside the same Tasks",
+            &cols,
+            &rows,
+        );
+    }
     let mut scols: Vec<String> = h
         .points
         .windows(2)
@@ -357,6 +401,7 @@ mod tests {
             grow_s: 1.0,
             steady: mem(steady_rss),
             fresh: mem(fresh_hwm),
+            alts: vec![("glibc".to_owned(), mem(fresh_hwm * 2.0))],
         }
     }
 
@@ -397,5 +442,7 @@ mod tests {
         assert!(text.contains("N=100"), "{text}");
         assert!(text.contains("least squares"), "{text}");
         assert!(text.contains("stopped at N=300"), "{text}");
+        assert!(text.contains("fresh start of glibc: VmHWM, MiB"), "{text}");
+        assert!(text.contains("40.0"), "the other build's peak: {text}");
     }
 }

@@ -91,6 +91,12 @@ struct Cli {
     /// Stop growing the history when the machine has less memory available (MiB).
     #[arg(long, default_value_t = 1024)]
     history_min_free_mib: u64,
+    /// Another operator build, NAME=PATH (repeatable): at every history
+    /// size it is also started fresh beside the same Tasks (copied over
+    /// the measured binary while that is stopped, which is put back
+    /// after), so builds compare in one run: allocators, before and after.
+    #[arg(long, value_parser = parse_alt)]
+    alt_operator: Vec<(String, std::path::PathBuf)>,
     /// Failover beside the kept history: 2 replicas, the leader's pod
     /// deleted, the new leader's Lease -> a new Task Running.
     #[arg(long)]
@@ -367,6 +373,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
             chunk: cli.history_chunk,
             inflight: cli.inflight,
             min_free_mib: cli.history_min_free_mib,
+            alts: cli.alt_operator.clone(),
         };
         let h = history::run(cluster, &cli.history, growth, async |n| {
             if cli.failover && Some(n) == failover_at {
@@ -474,4 +481,16 @@ async fn delete_bench_namespaces(cluster: &Cluster) -> Result<()> {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     Ok(())
+}
+
+/// `NAME=PATH` of `--alt-operator`.
+fn parse_alt(s: &str) -> Result<(String, std::path::PathBuf), String> {
+    let (name, path) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s}: want NAME=PATH"))?;
+    let path = std::path::PathBuf::from(path);
+    if name.is_empty() || !path.is_file() {
+        return Err(format!("{s}: want NAME=PATH of an operator binary"));
+    }
+    Ok((name.to_owned(), path))
 }

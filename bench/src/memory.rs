@@ -167,6 +167,54 @@ pub async fn fresh_start(cluster: &Cluster, limit: Duration) -> Result<Mem> {
     settle(pid, limit, || leading_and_ready(cluster, 1)).await
 }
 
+/// A fresh start of another operator build beside the same objects:
+/// with the operator stopped, `alt` is copied over the binary the cluster
+/// runs, started and measured, then the measured build is put back and
+/// started again (leading and Ready before this returns). Builds compared
+/// this way (allocators, before and after a change) meet the same cluster.
+pub async fn fresh_start_of(
+    cluster: &Cluster,
+    alt: &std::path::Path,
+    limit: Duration,
+) -> Result<Mem> {
+    let bin = &cluster.operator_bin;
+    let saved = bin.with_extension("measured");
+    std::fs::copy(bin, &saved).with_context(|| format!("keep {}", bin.display()))?;
+    stop(cluster).await?;
+    std::fs::copy(alt, bin)
+        .with_context(|| format!("copy {} over {}", alt.display(), bin.display()))?;
+    cluster.scale_operator(1)?;
+    let measured = async {
+        let pid = one_pid(cluster, Duration::from_secs(90)).await?;
+        settle(pid, limit, || leading_and_ready(cluster, 1)).await
+    }
+    .await;
+    stop(cluster).await?;
+    std::fs::copy(&saved, bin).with_context(|| format!("put back {}", bin.display()))?;
+    cluster.scale_operator(1)?;
+    let t = Instant::now();
+    while !leading_and_ready(cluster, 1).await? {
+        if t.elapsed() > limit {
+            bail!("the measured operator did not lead again within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    measured
+}
+
+/// Scales the operator to 0 and waits for its process to exit.
+async fn stop(cluster: &Cluster) -> Result<()> {
+    cluster.scale_operator(0)?;
+    let t = Instant::now();
+    while !procfs::operator_pids(&cluster.operator_bin).is_empty() {
+        if t.elapsed() > Duration::from_secs(90) {
+            bail!("the operator process did not exit after scaling to 0");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    Ok(())
+}
+
 /// The running operator (exactly one process) once it is idle.
 pub async fn steady(cluster: &Cluster, limit: Duration) -> Result<Mem> {
     let pid = one_pid(cluster, Duration::from_secs(90)).await?;
