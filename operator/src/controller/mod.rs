@@ -123,22 +123,28 @@ fn controller(
     // is read on demand, so their watch carries metadata only). Each watch
     // fills its cache (`cache.rs`, the Jobs' in the queue) before it wakes
     // a Task, so the reconcile reads there what woke it.
+    // The Job cache holds unfinished Jobs only (`unfinished_view`); the
+    // triggers see every event.
     let jobs: Api<Job> = api(client, ns);
-    let (job_store, job_writer) = reflector::store();
+    let (job_store, mut job_writer) = reflector::store();
     let on_job_delete = ctx.clone();
     let job_stream = triggers::changed(
-        // A deleted Job frees the slot it held (its Task may be gone).
-        reflector(
-            job_writer,
-            watcher(jobs, ours()).default_backoff().modify(slim_job),
-        )
-        .inspect(move |ev| {
-            if let Ok(watcher::Event::Delete(j)) = ev {
-                on_job_delete
-                    .queue
-                    .moved(&j.namespace().unwrap_or_default());
-            }
-        }),
+        watcher(jobs, ours())
+            .default_backoff()
+            .modify(slim_job)
+            .inspect(move |ev| {
+                let Ok(ev) = ev else { return };
+                match unfinished_view(ev) {
+                    Some(gone) => job_writer.apply_watcher_event(&gone),
+                    None => job_writer.apply_watcher_event(ev),
+                }
+                // A deleted Job frees the slot it held (its Task may be gone).
+                if let watcher::Event::Delete(j) = ev {
+                    on_job_delete
+                        .queue
+                        .moved(&j.namespace().unwrap_or_default());
+                }
+            }),
         triggers::job_key,
     );
     let pods: Api<Pod> = api(client, ns);
@@ -223,21 +229,17 @@ fn queued_in(store: &reflector::Store<Task>, namespace: Option<&str>) -> Vec<Obj
 
 /// Keeps of a watched Job what the triggers, the queue and the status
 /// read: its identity, owner, creation time, the labels and annotations
-/// of longtask (and Kueue's, while it runs), `spec.suspend` and its status
-/// counts and conditions; not the pod template, managed fields or
-/// finalizers. A reconcile reads its Task's Job from this cache, so
-/// thousands of Jobs stay small and a look costs no API call. A finished
-/// Job never changes again and is read once more at most (its Task's
-/// final read): it keeps only longtask's labels, and no Kueue detail.
+/// of longtask and Kueue, `spec.suspend` and its status counts and
+/// conditions; not the pod template, managed fields or finalizers. A
+/// reconcile reads its Task's running Job from the cache, so a look costs
+/// no API call.
 fn slim_job(j: &mut Job) {
-    let finished = status::observe::finish(j).is_some();
     let m = &mut j.metadata;
     m.managed_fields = None;
     m.finalizers = None;
-    let kept = |k: &str| {
-        k.starts_with(crds::names::GROUP_PREFIX) || (!finished && k.starts_with(KUEUE_PREFIX))
-    };
-    retain_keys(&mut m.labels, kept);
+    retain_keys(&mut m.labels, |k| {
+        k.starts_with(crds::names::GROUP_PREFIX) || k.starts_with(KUEUE_PREFIX)
+    });
     retain_keys(&mut m.annotations, |k| {
         k.starts_with(crds::names::GROUP_PREFIX)
     });
@@ -247,12 +249,23 @@ fn slim_job(j: &mut Job) {
     });
     if let Some(st) = j.status.as_mut() {
         st.uncounted_terminated_pods = None;
-        st.ready = None;
-        if finished {
-            for c in st.conditions.iter_mut().flatten() {
-                c.last_probe_time = None;
-            }
+    }
+}
+
+/// What the Job cache takes of a watch event in place of `ev`, when not
+/// `ev` itself: a finished Job leaves it (a deletion). A finished Job
+/// never changes again and is read once more at most, by its Task's final
+/// read (then from the API server); finished Tasks keep their Jobs by
+/// default, so caching them would grow with history. The triggers still
+/// see the event: the Job's end wakes its Task.
+fn unfinished_view(ev: &watcher::Event<Job>) -> Option<watcher::Event<Job>> {
+    match ev {
+        watcher::Event::Apply(j) | watcher::Event::InitApply(j)
+            if status::observe::finish(j).is_some() =>
+        {
+            Some(watcher::Event::Delete(j.clone()))
         }
+        _ => None,
     }
 }
 
@@ -440,6 +453,8 @@ pub async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use crds::{Phase, Task};
+    use k8s_openapi::api::batch::v1::Job;
+    use kube::ResourceExt;
 
     use super::{merge_scopes, slim_job, slim_task, triggers};
     use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
@@ -488,6 +503,44 @@ mod tests {
             assert_eq!(uid(&slim), uid(&job));
             assert!(slim.spec.as_ref().is_none_or(|s| s.template.spec.is_none()));
         }
+    }
+
+    /// The Job cache holds running Jobs only; a finished one leaves it,
+    /// during a relist too.
+    #[test]
+    fn finished_jobs_leave_the_job_cache() {
+        use kube::runtime::watcher::Event;
+        let (store, mut writer) = kube::runtime::reflector::store::<Job>();
+        let mut feed = |ev: Event<Job>| match super::unfinished_view(&ev) {
+            Some(gone) => writer.apply_watcher_event(&gone),
+            None => writer.apply_watcher_event(&ev),
+        };
+        let named = |name: &str, j: JobFixture| {
+            let mut j = j.build();
+            j.metadata.name = Some(name.into());
+            j.metadata.namespace = Some("ns".into());
+            j
+        };
+        feed(Event::Init);
+        feed(Event::InitApply(named("run", JobFixture::ours().active(1))));
+        feed(Event::InitApply(named(
+            "done",
+            JobFixture::ours().complete(),
+        )));
+        feed(Event::InitDone);
+        let names = || {
+            let mut n: Vec<String> = store.state().iter().map(|j| j.name_any()).collect();
+            n.sort();
+            n
+        };
+        assert_eq!(names(), ["run"]);
+        feed(Event::Apply(named(
+            "run",
+            JobFixture::ours().failed("BackoffLimitExceeded"),
+        )));
+        assert!(names().is_empty());
+        feed(Event::Apply(named("new", JobFixture::ours())));
+        assert_eq!(names(), ["new"]);
     }
 
     /// A finished Task in the cache keeps conditions that still show they
