@@ -190,7 +190,7 @@ pub async fn fresh_start_of(
     }
     .await;
     stop(cluster).await?;
-    std::fs::copy(&saved, bin).with_context(|| format!("put back {}", bin.display()))?;
+    replace(&saved, bin)?;
     cluster.scale_operator(1)?;
     let t = Instant::now();
     while !leading_and_ready(cluster, 1).await? {
@@ -200,6 +200,18 @@ pub async fn fresh_start_of(
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     measured
+}
+
+/// Puts a copy of `from` at `to` by a rename, so a process still running
+/// the old file (one the node agent has not reaped yet) keeps it, and the
+/// copy never meets "Text file busy".
+fn replace(from: &std::path::Path, to: &std::path::Path) -> Result<()> {
+    let tmp = to.with_extension("next");
+    std::fs::copy(from, &tmp)
+        .with_context(|| format!("copy {} to {}", from.display(), tmp.display()))?;
+    std::fs::rename(&tmp, to)
+        .with_context(|| format!("rename {} to {}", tmp.display(), to.display()))?;
+    Ok(())
 }
 
 /// Scales the operator to 0 and waits for its process to exit.

@@ -85,20 +85,27 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
     }
 }
 
+/// A watch config of the objects longtask labels with a Task's UID.
+fn ours() -> watcher::Config {
+    watcher::Config::default()
+        .labels(labels::TASK_UID)
+        .page_size(LIST_PAGE)
+}
+
 /// The controller on Tasks, woken by the Jobs and pods they own and by
 /// their result ConfigMaps; and the cache of those Jobs (slimmed), which
-/// the watch fills before it wakes their Tasks.
+/// the watch fills before it wakes their Tasks. Owned Jobs and pods wake a
+/// Task only when what its status reads changed (`triggers.rs`); result
+/// ConfigMaps on any change (their data is read on demand, so their watch
+/// carries metadata only). Each watch fills its cache (`cache.rs`, the
+/// Jobs' in the queue) before it wakes a Task, so the reconcile reads
+/// there what woke it.
 fn controller(
     client: &Client,
     ns: Option<&str>,
     concurrency: u16,
     ctx: &Arc<Context>,
 ) -> (Controller<Task>, reflector::Store<Job>) {
-    let ours = || {
-        watcher::Config::default()
-            .labels(labels::TASK_UID)
-            .page_size(LIST_PAGE)
-    };
     // The Task cache holds what reconciles and the queue read, nothing more.
     let (store, writer) = reflector::store();
     let tasks: Api<Task> = api(client, ns);
@@ -118,17 +125,40 @@ fn controller(
         }
     })
     .applied_objects();
-    // Owned Jobs and pods wake a Task only when what its status reads
-    // changed (`triggers.rs`); result ConfigMaps on any change (their data
-    // is read on demand, so their watch carries metadata only). Each watch
-    // fills its cache (`cache.rs`, the Jobs' in the queue) before it wakes
-    // a Task, so the reconcile reads there what woke it.
-    // The Job cache holds unfinished Jobs only (`unfinished_view`); the
-    // triggers see every event.
-    let jobs: Api<Job> = api(client, ns);
+    let (job_stream, job_store) = job_watch(api(client, ns), ctx.clone());
+    let pod_stream = pod_watch(api(client, ns), ctx);
+    let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
+    let (cm_store, cm_writer) = reflector::store();
+    ctx.caches.set_results(cm_store);
+    let cm_stream = reflector(
+        cm_writer,
+        watcher(cms, ours())
+            .default_backoff()
+            .modify(cache::slim_result),
+    )
+    .touched_objects();
+    let moves = queue_moves(ctx, store.clone());
+    let controller = Controller::for_stream(task_stream, store)
+        .reconcile_on(moves)
+        .owns_stream(job_stream)
+        .watches_stream(pod_stream, task_of_pod)
+        .watches_stream(cm_stream, task_of_result)
+        .with_config(controller::Config::default().concurrency(concurrency))
+        .shutdown_on_signal();
+    (controller, job_store)
+}
+
+/// The Jobs that wake their Tasks, and the Job cache, which holds
+/// unfinished Jobs only (`unfinished_view`); the triggers see every event.
+fn job_watch(
+    jobs: Api<Job>,
+    ctx: Arc<Context>,
+) -> (
+    impl futures::Stream<Item = Result<Job, watcher::Error>> + Send + 'static,
+    reflector::Store<Job>,
+) {
     let (job_store, mut job_writer) = reflector::store();
-    let on_job_delete = ctx.clone();
-    let job_stream = triggers::changed(
+    let stream = triggers::changed(
         watcher(jobs, ours())
             .default_backoff()
             .modify(slim_job)
@@ -140,18 +170,24 @@ fn controller(
                 }
                 // A deleted Job frees the slot it held (its Task may be gone).
                 if let watcher::Event::Delete(j) = ev {
-                    on_job_delete
-                        .queue
-                        .moved(&j.namespace().unwrap_or_default());
+                    ctx.queue.moved(&j.namespace().unwrap_or_default());
                 }
             }),
         triggers::job_key,
     );
-    let pods: Api<Pod> = api(client, ns);
+    (stream, job_store)
+}
+
+/// The live pods that wake their Tasks, kept in the pod cache and its
+/// index.
+fn pod_watch(
+    pods: Api<Pod>,
+    ctx: &Arc<Context>,
+) -> impl futures::Stream<Item = Result<Pod, watcher::Error>> + Send + 'static {
     let (pod_store, pod_writer) = reflector::store();
     ctx.caches.set_pods(pod_store);
     let indexed = ctx.clone();
-    let pod_stream = triggers::changed(
+    triggers::changed(
         reflector(
             pod_writer,
             watcher(pods, ours().fields(LIVE_PODS))
@@ -164,24 +200,17 @@ fn controller(
             }
         }),
         triggers::pod_key,
-    );
-    let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
-    let (cm_store, cm_writer) = reflector::store();
-    ctx.caches.set_results(cm_store);
-    let cm_stream = reflector(
-        cm_writer,
-        watcher(cms, ours())
-            .default_backoff()
-            .modify(cache::slim_result),
     )
-    .touched_objects();
-    // Where the queue moved, its queued Tasks are looked at again. The
-    // moves waiting together (a namespace's Jobs deleted in a burst) are
-    // merged first, so the cache is walked once per namespace, not once
-    // per move.
-    let queued = store.clone();
-    let moves = ctx
-        .queue
+}
+
+/// Where the queue moved, its queued Tasks are looked at again. The moves
+/// waiting together (a namespace's Jobs deleted in a burst) are merged
+/// first, so the cache is walked once per namespace, not once per move.
+fn queue_moves(
+    ctx: &Context,
+    queued: reflector::Store<Task>,
+) -> futures::stream::BoxStream<'static, ObjectRef<Task>> {
+    ctx.queue
         .take_moves()
         .map(|rx| {
             rx.ready_chunks(1024)
@@ -194,15 +223,7 @@ fn controller(
                 })
                 .boxed()
         })
-        .unwrap_or_else(|| futures::stream::empty().boxed());
-    let controller = Controller::for_stream(task_stream, store)
-        .reconcile_on(moves)
-        .owns_stream(job_stream)
-        .watches_stream(pod_stream, task_of_pod)
-        .watches_stream(cm_stream, task_of_result)
-        .with_config(controller::Config::default().concurrency(concurrency))
-        .shutdown_on_signal();
-    (controller, job_store)
+        .unwrap_or_else(|| futures::stream::empty().boxed())
 }
 
 /// The distinct scopes of `moves`: every namespace (None) alone when it is

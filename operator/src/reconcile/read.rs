@@ -120,22 +120,9 @@ pub async fn cluster(
     let ours = job
         .as_ref()
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
-    // One round trip where the order does not matter. The pods come before
-    // the result: a worker writes its result before it exits, so a pod
-    // seen finished has its result visible to a read sent after (the two
-    // read at once could find the pod stopped and the result not yet
-    // written, and end a cancelled Task "without result").
-    let result_name = config_map_name(id.name);
-    let final_read = reads.fence.is_some();
+    // One round trip where the order does not matter.
     let (((pods, pods_live_only), result), shards, kueue) = futures::try_join!(
-        async {
-            let pods = match ours.filter(|_| reads.pods) {
-                Some(j) => pods(ctx, id, j, reads.all_pods).await?,
-                None => (Vec::new(), false),
-            };
-            let res = result(ctx, id, &result_name, reads.result, final_read).await?;
-            Ok::<_, Error>((pods, res))
-        },
+        pods_then_result(ctx, id, ours, &reads),
         async {
             Ok(match reads.shard_results {
                 true => {
@@ -177,6 +164,28 @@ pub async fn cluster(
     }
     seen.job = job;
     Ok(seen)
+}
+
+/// The pods of the Job `ours` (with whether they are the live ones only),
+/// then the result, as `reads` asks. The pods come before the result: a
+/// worker writes its result before it exits, so a pod seen finished has
+/// its result visible to a read sent after (the two read at once could
+/// find the pod stopped and the result not yet written, and end a
+/// cancelled Task "without result").
+async fn pods_then_result(
+    ctx: &Context,
+    id: &Identity<'_>,
+    ours: Option<&Job>,
+    reads: &plan::Reads<'_>,
+) -> Result<((Vec<Pod>, bool), Option<ConfigMap>), Error> {
+    let pods = match ours.filter(|_| reads.pods) {
+        Some(j) => pods(ctx, id, j, reads.all_pods).await?,
+        None => (Vec::new(), false),
+    };
+    let name = config_map_name(id.name);
+    let final_read = reads.fence.is_some();
+    let res = result(ctx, id, &name, reads.result, final_read).await?;
+    Ok((pods, res))
 }
 
 /// The result ConfigMap `name`, when `wanted`. While the Job runs, one

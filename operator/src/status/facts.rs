@@ -405,7 +405,33 @@ fn job_failed(
         code = format!("{code} ({note})");
     }
     let attempts = base.attempts.unwrap_or(1);
-    let mut message = match reason {
+    let mut message = failure_message(task, cond, reason, (exit_code, &code), attempts);
+    if !worker_msg.is_empty() {
+        message = format!("{message}: {worker_msg}");
+    }
+    if let (Ok(r), Some(_)) = (&accepted, &result) {
+        message.push_str(&binary_note(r));
+    }
+    Facts {
+        phase: Some(Phase::Failed),
+        reason: Some(reason),
+        message: Some(message),
+        exit_code,
+        result,
+        ..base
+    }
+}
+
+/// What a failed Task says for `reason`, with its last exit code (as a
+/// number and described) and attempts.
+fn failure_message(
+    task: &Task,
+    cond: &JobCondition,
+    reason: Reason,
+    (exit_code, code): (Option<i32>, &str),
+    attempts: i32,
+) -> String {
+    match reason {
         Reason::DeadlineExceeded => format!(
             "the Task ran longer than spec.timeoutSeconds ({}s) and was stopped; last exit code {code}",
             task.spec.timeout_seconds.unwrap_or_default()
@@ -420,20 +446,6 @@ fn job_failed(
             cond.reason.as_deref().unwrap_or("no reason"),
             cond.message.as_deref().unwrap_or("no message")
         ),
-    };
-    if !worker_msg.is_empty() {
-        message = format!("{message}: {worker_msg}");
-    }
-    if let (Ok(r), Some(_)) = (&accepted, &result) {
-        message.push_str(&binary_note(r));
-    }
-    Facts {
-        phase: Some(Phase::Failed),
-        reason: Some(reason),
-        message: Some(message),
-        exit_code,
-        result,
-        ..base
     }
 }
 

@@ -141,16 +141,7 @@ pub fn standing(job: &Job, seen: &Seen) -> (Reason, String, Duration) {
     } else if let Some(ev) = wl.is("Evicted") {
         evicted(&at, &ev.reason, &ev.message, pending)
     } else if let Some(adm) = wl.is("Admitted") {
-        let cq = wl.cluster_queue.as_deref().unwrap_or("?");
-        let msg = if adm.message.is_empty() {
-            String::new()
-        } else {
-            format!(": {}", adm.message)
-        };
-        (
-            Reason::Admitted,
-            format!("{at} was admitted by ClusterQueue {cq}{msg}; Kueue is resuming the Job"),
-        )
+        admitted(&at, wl.cluster_queue.as_deref(), &adm.message)
     } else if let Some(p) = wl.is("Preempted") {
         evicted(&at, "Preempted", &p.message, pending)
     } else if wl.is("QuotaReserved").is_some() {
@@ -169,6 +160,20 @@ pub fn standing(job: &Job, seen: &Seen) -> (Reason, String, Duration) {
         )
     };
     (reason, message, PENDING_LOOK)
+}
+
+/// An admitted Workload, by ClusterQueue `cq`, with Kueue's message.
+fn admitted(at: &str, cq: Option<&str>, message: &str) -> (Reason, String) {
+    let cq = cq.unwrap_or("?");
+    let msg = if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
+    };
+    (
+        Reason::Admitted,
+        format!("{at} was admitted by ClusterQueue {cq}{msg}; Kueue is resuming the Job"),
+    )
 }
 
 /// An evicted Workload: Preempted when Kueue preempted it, else Evicted
