@@ -268,7 +268,7 @@ pub async fn tenant_borrowed_account_recovers(_c: Arc<Cluster>, ns: TestNs) -> R
 /// reference or by the Job controller's label, is refused; a frozen
 /// (immutable) result is refused for anyone. The victim completes with its
 /// own result.
-pub async fn tenant_forged_result_refused(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+pub async fn tenant_forged_result_refused(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let api = tasks(&ns.client, &ns.name);
     let user = tenant(&ns, "mallory")?;
     ns.k(&[
@@ -292,7 +292,7 @@ pub async fn tenant_forged_result_refused(_c: Arc<Cluster>, ns: TestNs) -> Resul
                 "serviceAccountName": "default", "restartPolicy": "Never",
                 "securityContext": {"runAsNonRoot": true, "runAsUser": 65532,
                     "seccompProfile": {"type": "RuntimeDefault"}},
-                "containers": [{"name": "c", "image": "busybox:1.36",
+                "containers": [{"name": "c", "image": c.kubectl_image(),
                     "command": ["sleep", "600"],
                     "securityContext": {"allowPrivilegeEscalation": false,
                         "capabilities": {"drop": ["ALL"]}}}],
