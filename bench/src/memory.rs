@@ -154,14 +154,7 @@ pub async fn leading_and_ready(cluster: &Cluster, want: i32) -> Result<bool> {
 /// 1 and measures the new process once it holds the Lease, is Ready and
 /// is idle.
 pub async fn fresh_start(cluster: &Cluster, limit: Duration) -> Result<Mem> {
-    cluster.scale_operator(0)?;
-    let t = Instant::now();
-    while !procfs::operator_pids(&cluster.operator_bin).is_empty() {
-        if t.elapsed() > Duration::from_secs(90) {
-            bail!("the operator process did not exit after scaling to 0");
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    stop(cluster).await?;
     cluster.scale_operator(1)?;
     let pid = one_pid(cluster, Duration::from_secs(90)).await?;
     settle(pid, limit, || leading_and_ready(cluster, 1)).await
