@@ -3,7 +3,8 @@
 //! Jobs (slimmed, indexed by Task; a pod that has finished never changes
 //! again, so the watch leaves it out, and memory follows the work that
 //! runs, not the history kept) and which result ConfigMaps exist (a name
-//! and a version each). A reconcile reads them instead of the API server
+//! and a version each, not the object: a finished Task keeps its result,
+//! so this grows with history and is kept to two strings). A reconcile reads them instead of the API server
 //! while its Task runs; what it reads as final (the pods whose exit codes
 //! the last status keeps) comes from the API server. And which version of
 //! its result a running Task's status shows, so an unchanged result is not
@@ -35,7 +36,8 @@ pub struct Caches {
     /// The pod cache's keys by Task, so a reconcile finds its pods without
     /// walking every pod (kube's store has no index).
     pod_index: Mutex<PodIndex>,
-    results: OnceLock<Store<PartialObjectMeta<ConfigMap>>>,
+    /// The resourceVersion of each result ConfigMap, by namespace/name.
+    results: Mutex<Versions>,
     /// Per running Task (UID), the resourceVersion of its result
     /// ConfigMap that its status shows (read, then written or unchanged).
     shown: Mutex<HashMap<String, String>>,
@@ -46,8 +48,12 @@ impl Caches {
         let _ = self.pods.set(store);
     }
 
-    pub fn set_results(&self, store: Store<PartialObjectMeta<ConfigMap>>) {
-        let _ = self.results.set(store);
+    /// Keeps the result versions in step with the result watch; called
+    /// with each event before it wakes a Task.
+    pub fn index_result(&self, ev: &Event<PartialObjectMeta<ConfigMap>>) {
+        if let Ok(mut versions) = self.results.lock() {
+            versions.apply(ev);
+        }
     }
 
     /// The pods of Job `job` of the Task with UID `task_uid`, when the pod
@@ -81,15 +87,11 @@ impl Caches {
     /// nothing new to read (its next change wakes the Task). True
     /// otherwise.
     pub fn result_is_new(&self, namespace: &str, name: &str, task_uid: &str) -> bool {
-        let Some(store) = self.results.get().and_then(ready) else {
-            return true;
-        };
-        let Some(cm) = store.get(&ObjectRef::new(name).within(namespace)) else {
-            return false;
-        };
         let shown = self.shown.lock().ok();
         let seen = shown.as_ref().and_then(|m| m.get(task_uid));
-        seen.is_none() || seen != cm.metadata.resource_version.as_ref()
+        self.results
+            .lock()
+            .map_or(true, |v| v.may_differ(namespace, name, seen))
     }
 
     /// The status of Task `task_uid` now shows version `rv` of its result.
@@ -175,6 +177,65 @@ impl PodIndex {
     }
 }
 
+/// The resourceVersion of each result ConfigMap by namespace/name, rebuilt
+/// by each relist like a store, and only that: about a hundred bytes a
+/// result, where the object's metadata took a kibibyte.
+#[derive(Default)]
+struct Versions {
+    by_name: HashMap<String, String>,
+    /// During a relist, the versions seen so far; they replace these once
+    /// it is done.
+    relist: Option<HashMap<String, String>>,
+    synced: bool,
+}
+
+impl Versions {
+    fn apply(&mut self, ev: &Event<PartialObjectMeta<ConfigMap>>) {
+        match ev {
+            Event::Init => self.relist = Some(HashMap::new()),
+            Event::InitApply(c) => {
+                if let Some((k, rv)) = version_of(c) {
+                    self.relist.get_or_insert_default().insert(k, rv);
+                }
+            }
+            Event::InitDone => {
+                self.by_name = self.relist.take().unwrap_or_default();
+                self.by_name.shrink_to_fit();
+                self.synced = true;
+            }
+            Event::Apply(c) => {
+                if let Some((k, rv)) = version_of(c) {
+                    self.by_name.insert(k, rv);
+                }
+            }
+            Event::Delete(c) => {
+                if let Some((k, _)) = version_of(c) {
+                    self.by_name.remove(&k);
+                }
+            }
+        }
+    }
+
+    /// Whether result `namespace/name` may differ from version `shown`:
+    /// always before the watch synced (ask the API server); once synced,
+    /// not when there is none or it is the version shown.
+    fn may_differ(&self, namespace: &str, name: &str, shown: Option<&String>) -> bool {
+        if !self.synced {
+            return true;
+        }
+        self.by_name
+            .get(&format!("{namespace}/{name}"))
+            .is_some_and(|rv| shown != Some(rv))
+    }
+}
+
+/// A result's key (namespace/name) and version.
+fn version_of(c: &PartialObjectMeta<ConfigMap>) -> Option<(String, String)> {
+    let m = &c.metadata;
+    let key = format!("{}/{}", m.namespace.as_deref()?, m.name.as_deref()?);
+    Some((key, m.resource_version.clone().unwrap_or_default()))
+}
+
 /// A pod's key in the store: its namespace and name (not the resource
 /// version and UID `ObjectRef::from_obj` also keeps, unused in a lookup).
 fn key_of(p: &Pod) -> ObjectRef<Pod> {
@@ -217,22 +278,6 @@ pub fn slim_pod(p: &mut Pod) {
     }
 }
 
-/// Keeps of a watched result ConfigMap its name, namespace, version and
-/// owning Task: the cache answers "does it exist, at which version?", the
-/// trigger maps it to its Task by its owner. Its data is read on demand.
-pub fn slim_result(c: &mut PartialObjectMeta<ConfigMap>) {
-    let m = &mut c.metadata;
-    m.managed_fields = None;
-    m.annotations = None;
-    m.labels = None;
-    m.uid = None;
-    m.creation_timestamp = None;
-    m.generation = None;
-    if let Some(owners) = m.owner_references.as_mut() {
-        owners.retain(|o| o.kind == crds::names::KIND && o.api_version == crds::names::API_VERSION);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,8 +288,6 @@ mod tests {
         use kube::runtime::watcher::Event;
         let caches = Caches::default();
         // Before the watch synced, every result is read.
-        let (store, mut writer) = kube::runtime::reflector::store();
-        caches.set_results(store);
         assert!(caches.result_is_new("ns", "t-result", "uid"));
         let cm = |rv: &str| {
             let mut c = PartialObjectMeta::<ConfigMap>::default();
@@ -253,19 +296,27 @@ mod tests {
             c.metadata.resource_version = Some(rv.into());
             c
         };
-        writer.apply_watcher_event(&Event::Init);
-        writer.apply_watcher_event(&Event::InitDone);
+        caches.index_result(&Event::Init);
+        caches.index_result(&Event::InitDone);
         // Synced, and none written yet.
         assert!(!caches.result_is_new("ns", "t-result", "uid"));
-        writer.apply_watcher_event(&Event::Apply(cm("5")));
+        caches.index_result(&Event::Apply(cm("5")));
         assert!(caches.result_is_new("ns", "t-result", "uid"));
         caches.result_shown("uid", "5".into());
         assert!(!caches.result_is_new("ns", "t-result", "uid"));
         assert!(caches.result_is_new("ns", "t-result", "another"));
-        writer.apply_watcher_event(&Event::Apply(cm("6")));
+        caches.index_result(&Event::Apply(cm("6")));
         assert!(caches.result_is_new("ns", "t-result", "uid"));
         caches.result_shown("uid", "6".into());
         caches.forget_result("uid");
+        assert!(caches.result_is_new("ns", "t-result", "uid"));
+        // Deleted: nothing to read; a relist replaces the versions once done.
+        caches.index_result(&Event::Delete(cm("6")));
+        assert!(!caches.result_is_new("ns", "t-result", "uid"));
+        caches.index_result(&Event::Init);
+        caches.index_result(&Event::InitApply(cm("7")));
+        assert!(!caches.result_is_new("ns", "t-result", "uid"));
+        caches.index_result(&Event::InitDone);
         assert!(caches.result_is_new("ns", "t-result", "uid"));
     }
 

@@ -128,15 +128,15 @@ fn controller(
     let (job_stream, job_store) = job_watch(api(client, ns), ctx.clone());
     let pod_stream = pod_watch(api(client, ns), ctx);
     let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
-    let (cm_store, cm_writer) = reflector::store();
-    ctx.caches.set_results(cm_store);
-    let cm_stream = reflector(
-        cm_writer,
-        watcher(cms, ours())
-            .default_backoff()
-            .modify(cache::slim_result),
-    )
-    .touched_objects();
+    let versions = ctx.clone();
+    let cm_stream = watcher(cms, ours())
+        .default_backoff()
+        .inspect(move |ev| {
+            if let Ok(ev) = ev {
+                versions.caches.index_result(ev);
+            }
+        })
+        .touched_objects();
     let moves = queue_moves(ctx, store.clone());
     let controller = Controller::for_stream(task_stream, store)
         .reconcile_on(moves)
@@ -385,13 +385,14 @@ fn slim_task(t: &mut Task) {
     if t.is_terminal()
         && let Some(s) = t.status.take()
     {
-        // Conditions that agree with the phase are kept without their
-        // messages (so `settle` sees at no cost that nothing is to be set
-        // right); ones that disagree are kept whole, and `settle` reads the
-        // Task to set them right.
+        // Conditions that agree with the phase are kept as their True ones
+        // without messages (so `settle` sees at no cost that nothing is to
+        // be set right); ones that disagree are kept whole, and `settle`
+        // reads the Task to set them right.
         let conditions = if status::conditions_agree(&s) {
             s.conditions
                 .into_iter()
+                .filter(|c| c.status == "True")
                 .map(|c| Condition {
                     message: String::new(),
                     ..c
@@ -580,6 +581,11 @@ mod tests {
         assert!(status::conditions_agree(s), "{:?}", s.conditions);
         assert!(s.result.is_none() && s.message.is_none());
         assert!(s.conditions.iter().all(|c| c.message.is_empty()));
+        assert!(
+            s.conditions.iter().all(|c| c.status == "True"),
+            "{:?}",
+            s.conditions
+        );
 
         let mut running = Task::test().status(crate::fixtures::running());
         let before = running.status.clone();
