@@ -303,7 +303,21 @@ impl Cluster {
                 "pod-security.kubernetes.io/enforce": "restricted",
             } }
         }))?;
-        let ns = api.create(&PostParams::default(), &ns).await?;
+        // A pooled connection the API server closed fails the request
+        // before it is answered ("connection closed before message
+        // completed"); a second try on a new connection is safe here (a
+        // generated name: at worst one more labelled namespace).
+        let mut tries = 0;
+        let ns = loop {
+            tries += 1;
+            match api.create(&PostParams::default(), &ns).await {
+                Err(kube::Error::Service(e)) if tries < 3 => {
+                    eprintln!("namespace {prefix}: try {tries} failed ({e}); again");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+                created => break created?,
+            }
+        };
         let name = ns.metadata.name.context("namespace without name")?;
         // Pods are refused until the namespace's default service account exists.
         wait::until(Duration::from_secs(30), "default service account", || {
