@@ -4,12 +4,12 @@
 //! again, so the watch leaves it out, and memory follows the work that
 //! runs, not the history kept) and which result ConfigMaps exist (a name
 //! and a version each, not the object: a finished Task keeps its result,
-//! so this grows with history and is kept to two strings). A reconcile reads them instead of the API server
-//! while its Task runs; what it reads as final (the pods whose exit codes
-//! the last status keeps) comes from the API server. And which version of
-//! its result a running Task's status shows, so an unchanged result is not
-//! read again. Never Task state: a restart lists them again (and reads
-//! each result once more).
+//! so this grows with history and is kept to two strings). A reconcile
+//! reads them instead of the API server while its Task runs; what it
+//! reads as final (the pods whose exit codes the last status keeps) comes
+//! from the API server. And which version of its result a running Task's
+//! status shows, so an unchanged result is not read again. Never Task
+//! state: a restart lists them again (and reads each result once more).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
