@@ -139,6 +139,18 @@ pub async fn own_account_reads_its_secret_and_stays_confined(
         subjects.split_whitespace().any(|s| s == "analytics"),
         "RoleBinding longtask-worker subjects: {subjects:?}"
     );
+    // The binding lasts only while a Task needs the account (plus a short
+    // grace): a Task that holds it keeps it bound while the intruder runs,
+    // however slowly its pod starts (container nodes took over 30 s).
+    ns.apply(&sh_task(
+        "holder",
+        "sleep 600",
+        &format!(
+            "{}  podTemplate:\n    serviceAccountName: analytics\n",
+            c.kubectl_spec()
+        ),
+    ))?;
+    wait::condition(&tasks(&ns.client, &ns.name), "holder", "Running", MINUTE).await?;
     // The account's own right stays; everything else is refused as before.
     let attempts: Vec<(&str, Outcome)> = ATTEMPTS
         .iter()
