@@ -12,8 +12,11 @@ use std::io::IsTerminal;
 /// `s` with every control character a terminal would act on replaced by a
 /// visible stand-in; newline and tab stay. C0 controls and DEL in caret
 /// notation (ESC `^[`, BEL `^G`, NUL `^@`, DEL `^?`), carriage return as
-/// `\r`, and the C1 controls U+0080..U+009F as `\u{80}`..`\u{9f}`.
-/// Nothing else changes, and the result holds no control character but
+/// `\r`, the C1 controls U+0080..U+009F as `\u{80}`..`\u{9f}`, and the
+/// bidirectional controls (U+061C, U+200E, U+200F, U+202A..U+202E,
+/// U+2066..U+2069) as `\u{202e}` and so on: those reorder what follows on
+/// the line, so a name or message can show text in another order than it
+/// holds ("Trojan Source", CVE-2021-42574). Nothing else changes, and the result holds no control character but
 /// newline and tab, so a second pass changes nothing.
 pub fn visible(s: &str) -> Cow<'_, str> {
     if !s.chars().any(unsafe_char) {
@@ -38,7 +41,13 @@ pub fn visible(s: &str) -> Cow<'_, str> {
 /// True for the characters [`visible`] replaces.
 fn unsafe_char(c: char) -> bool {
     let n = u32::from(c);
-    (n < 0x20 && c != '\n' && c != '\t') || (0x7f..=0x9f).contains(&n)
+    (n < 0x20 && c != '\n' && c != '\t') || (0x7f..=0x9f).contains(&n) || bidi_control(n)
+}
+
+/// The Unicode bidirectional formatting characters (UAX #9): marks,
+/// embeddings, overrides and isolates.
+fn bidi_control(n: u32) -> bool {
+    matches!(n, 0x061c | 0x200e | 0x200f | 0x202a..=0x202e | 0x2066..=0x2069)
 }
 
 /// Bytes that may not be UTF-8 (a result, a log line) made visible: the
@@ -97,6 +106,11 @@ mod tests {
             ),
             ("\u{80}\u{9f}\u{a0}", "\\u{80}\\u{9f}\u{a0}"),
             ("keep\nlines\tand tabs", "keep\nlines\tand tabs"),
+            (
+                "ok\u{202e}txt.exe\u{2066}x\u{2069}\u{200f}",
+                "ok\\u{202e}txt.exe\\u{2066}x\\u{2069}\\u{200f}",
+            ),
+            ("\u{202f}\u{2065}\u{206a}", "\u{202f}\u{2065}\u{206a}"),
         ] {
             assert_eq!(visible(raw), want, "{raw:?}");
         }
@@ -104,7 +118,7 @@ mod tests {
 
     #[test]
     fn no_control_survives_and_a_second_pass_changes_nothing() {
-        let all: String = (0u32..0x200).filter_map(char::from_u32).collect();
+        let all: String = (0u32..0x2100).filter_map(char::from_u32).collect();
         let once = visible(&all).into_owned();
         assert!(
             !once.chars().any(unsafe_char),

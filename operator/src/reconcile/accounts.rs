@@ -8,13 +8,17 @@
 //! the last Task naming it ends. `longtask-worker` itself is always one.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use crds::Task;
 use crds::names::{self, annotations};
+use k8s_openapi::api::authorization::v1::{
+    LocalSubjectAccessReview, ResourceAttributes, SubjectAccessReviewSpec,
+};
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use k8s_openapi::api::rbac::v1::RoleBinding;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ListParams, Patch};
+use kube::api::{ListParams, Patch, PostParams};
 use kube::{Api, ResourceExt};
 
 use crate::context::{Context, WorkerRbac};
@@ -50,8 +54,12 @@ pub async fn admit(
     let mut accounts = needed(ctx, namespace, None);
     accounts.insert(account.to_owned());
     apply_binding(ctx, namespace, &accounts).await?;
-    // After the binding, so that a pod made before it is seen: the
-    // policy longtask-worker-pods refuses any made after.
+    // After the binding, and once the API server's authorizer holds it, so
+    // that a pod made before it is seen: the policy longtask-worker-pods
+    // (which asks that authorizer) refuses any made after.
+    if !own {
+        bound_in_authorizer(ctx, namespace, account).await?;
+    }
     if !own && let Some(why) = foreign_pods(ctx, namespace, account).await? {
         accounts.remove(account);
         apply_binding(ctx, namespace, &accounts).await?;
@@ -139,6 +147,68 @@ async fn opted_in(
          annotation {}=true",
         annotations::WORKER_ACCOUNT
     )))
+}
+
+/// Waits (up to 5 s) until the API server's authorizer answers that
+/// `account` holds the worker role's marker permission, i.e. until the
+/// policy longtask-worker-pods refuses the account's pods. RBAC's cache
+/// follows a new RoleBinding a moment later: a pod created in that moment
+/// passes the policy, and a list made before it is stored misses it. After
+/// 5 s the check goes on and says so in the log.
+async fn bound_in_authorizer(
+    ctx: &Context,
+    namespace: &str,
+    account: &str,
+) -> Result<(), ApiError> {
+    let reviews: Api<LocalSubjectAccessReview> = Api::namespaced(ctx.client.clone(), namespace);
+    let review = LocalSubjectAccessReview {
+        metadata: ObjectMeta {
+            namespace: Some(namespace.to_owned()),
+            ..ObjectMeta::default()
+        },
+        spec: SubjectAccessReviewSpec {
+            user: Some(format!("system:serviceaccount:{namespace}:{account}")),
+            groups: Some(vec![
+                "system:serviceaccounts".to_owned(),
+                format!("system:serviceaccounts:{namespace}"),
+            ]),
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some(namespace.to_owned()),
+                group: Some(names::GROUP.to_owned()),
+                resource: Some("workers".to_owned()),
+                verb: Some("write-results".to_owned()),
+                ..ResourceAttributes::default()
+            }),
+            ..SubjectAccessReviewSpec::default()
+        },
+        status: None,
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let answer = api::call(
+            ctx,
+            "create",
+            reviews.create(&PostParams::default(), &review),
+        )
+        .await
+        .map_err(|source| ApiError::ReviewAccount {
+            namespace: namespace.to_owned(),
+            name: account.to_owned(),
+            source,
+        })?;
+        if answer.status.is_some_and(|s| s.allowed) {
+            return Ok(());
+        }
+        if tokio::time::Instant::now() >= deadline {
+            tracing::warn!(
+                namespace,
+                account,
+                "the authorizer did not show the worker binding within 5 s"
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Why `account` cannot be a worker account if it runs pods that no Job

@@ -97,6 +97,13 @@ pub enum ApiError {
         #[source]
         source: CallError,
     },
+    #[error("cannot ask whether ServiceAccount {namespace}/{name} holds the worker role yet")]
+    ReviewAccount {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
     #[error("cannot list the shard results of Task {namespace}/{name}")]
     ListResults {
         namespace: String,

@@ -172,12 +172,15 @@ fn tamper(ns: &TestNs, name: &str) -> Option<&'static str> {
 }
 
 /// The characters a terminal would act on: C0 controls but newline and
-/// tab, DEL, and C1 (U+0080..U+009F).
+/// tab, DEL, C1 (U+0080..U+009F), and the bidirectional controls that
+/// reorder a line (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069).
 fn controls(text: &str) -> Vec<String> {
     text.chars()
         .filter(|c| {
             let n = u32::from(*c);
-            (n < 0x20 && *c != '\n' && *c != '\t') || (0x7f..=0x9f).contains(&n)
+            (n < 0x20 && *c != '\n' && *c != '\t')
+                || (0x7f..=0x9f).contains(&n)
+                || matches!(n, 0x061c | 0x200e | 0x200f | 0x202a..=0x202e | 0x2066..=0x2069)
         })
         .map(|c| format!("{c:?}"))
         .collect()
@@ -220,7 +223,7 @@ pub async fn tenant_escapes_made_visible(c: Arc<Cluster>, ns: TestNs) -> Result<
         "involvedObject": {"apiVersion": "longtask.dev/v1alpha1", "kind": "Task",
             "name": "esc", "namespace": ns.name, "uid": uid},
         "type": "Normal", "reason": "Note", "count": 1,
-        "message": "event \u{1b}]52;c;ZXZpbA==\u{7} \u{9b}2J end",
+        "message": "event \u{1b}]52;c;ZXZpbA==\u{7} \u{9b}2J end \u{202e}gnp.exe",
         "firstTimestamp": now, "lastTimestamp": now,
         "source": {"component": "bob"},
     });
@@ -230,7 +233,7 @@ pub async fn tenant_escapes_made_visible(c: Arc<Cluster>, ns: TestNs) -> Result<
     for want in [
         "^[]0;pwned^G copying \\u{9b}2J",
         "log ^[]52;c;ZXZpbA==^G ^[[8mhidden",
-        "event ^[]52;c;ZXZpbA==^G \\u{9b}2J end",
+        "event ^[]52;c;ZXZpbA==^G \\u{9b}2J end \\u{202e}gnp.exe",
     ] {
         ensure!(shown.contains(want), "describe lacks {want:?}:\n{shown}");
     }
