@@ -78,3 +78,23 @@ fn with_property(obj: &mut Map<String, Value>, name: &str, f: &dyn Fn(&mut Map<S
         }
     }
 }
+
+/// Field transform of a CronTask's `taskTemplate.spec`: the Task spec's
+/// own rules, but not those comparing it with its old value (`oldSelf`):
+/// a Task's spec is immutable, a template is edited.
+pub fn without_transition_rules(schema: &mut Schema) {
+    let Some(obj) = schema.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Array(rules)) = obj.get_mut("x-kubernetes-validations") else {
+        return;
+    };
+    rules.retain(|r| {
+        !r.get("rule")
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.contains("oldSelf"))
+    });
+    if rules.is_empty() {
+        obj.remove("x-kubernetes-validations");
+    }
+}

@@ -1,17 +1,20 @@
-//! The longtask API: the `Task` custom resource and every name, label,
+//! The longtask API: the `Task` and `CronTask` custom resources and every name, label,
 //! environment variable, condition, reason and result key that the operator,
 //! the worker and the manifests share.
 
 pub mod bounds;
 pub mod conditions;
+pub mod cron;
 pub mod names;
 pub mod pod;
 pub mod progress;
 pub mod result;
 pub mod rules;
+pub mod schedule;
 pub mod task;
 
 pub use conditions::{ConditionType, Reason};
+pub use cron::{ConcurrencyPolicy, CronTask, CronTaskSpec, CronTaskStatus};
 pub use pod::{PodMetadata, PodTemplate, PullPolicy};
 pub use task::{
     Disruption, Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus,
@@ -19,7 +22,12 @@ pub use task::{
 
 use kube::CustomResourceExt;
 
-/// The CRD as YAML, exactly as `crdgen` prints it and `manifests/crd.yaml` holds it.
+/// The CRDs (Task, then CronTask) as YAML, exactly as `crdgen` prints
+/// them and `manifests/crd.yaml` holds them.
 pub fn crd_yaml() -> Result<String, serde_saphyr::SerializeError> {
-    serde_saphyr::to_string(&Task::crd())
+    Ok(format!(
+        "{}---\n{}",
+        serde_saphyr::to_string(&Task::crd())?,
+        serde_saphyr::to_string(&CronTask::crd())?
+    ))
 }

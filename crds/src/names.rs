@@ -15,6 +15,10 @@ pub const KIND: &str = "Task";
 pub const PLURAL: &str = "tasks";
 /// `kubectl` short name.
 pub const SHORT_NAME: &str = "lt";
+/// Kind of the `CronTask` resource.
+pub const CRON_KIND: &str = "CronTask";
+/// Plural of the `CronTask` resource.
+pub const CRON_PLURAL: &str = "crontasks";
 
 /// Longest Task name we accept: the Job takes the Task's name, and the Job
 /// controller copies it into a label value, which is limited to 63 characters.
@@ -66,6 +70,8 @@ pub mod labels {
     /// On a Task made by `kubectl longtask rerun`: the name of the Task it
     /// was made from.
     pub const RERUN_OF: &str = "longtask.dev/rerun-of";
+    /// On a CronTask's run: the CronTask's name.
+    pub const CRON_TASK: &str = "longtask.dev/crontask";
     /// Shard index of a sharded Task's result ConfigMap.
     pub const SHARD: &str = "longtask.dev/shard";
     /// Labels with this prefix on a Task are copied to its Job, so an
@@ -95,6 +101,11 @@ pub mod annotations {
     /// (`spec.podTemplate.serviceAccountName`), which makes it a worker
     /// account while they run. Without it such a Task is refused.
     pub const WORKER_ACCOUNT: &str = "longtask.dev/worker";
+    /// On a CronTask's run: the time it was scheduled for (RFC 3339, UTC).
+    pub const SCHEDULED_AT: &str = "longtask.dev/scheduled-at";
+    /// On a CronTask's run: `scheduled`, or `manual` for one started by
+    /// `kubectl longtask trigger`.
+    pub const RUN: &str = "longtask.dev/run";
     /// On a Namespace: at most this many of its Tasks have a Job at once.
     pub const MAX_ACTIVE_TASKS: &str = "longtask.dev/max-active-tasks";
     /// On a Namespace: seconds after a Task finishes before it is deleted,

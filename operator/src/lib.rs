@@ -13,6 +13,8 @@
 //!   the API).
 //! - [`telemetry`]: metrics, what a transition measures, the HTTP server.
 //! - [`controller`]: the watches that wake reconciles.
+//! - [`cron`]: CronTasks, runs of a Task template on a schedule (the
+//!   decisions pure, in `cron::plan`).
 //! - [`cache`]: what those watches saw of pods and result ConfigMaps, read
 //!   by reconciles instead of the API server while a Task runs.
 //! - [`store`]: a leaf; when a watch's store has synced.
@@ -21,6 +23,7 @@ pub mod cache;
 pub mod call;
 pub mod context;
 pub mod controller;
+pub mod cron;
 pub mod ha;
 pub mod queue;
 pub mod reconcile;

@@ -90,6 +90,25 @@ pub enum Command {
         kubectl longtask delete --finished --older-than 7d\n  \
         kubectl longtask delete --finished --keep 10")]
     Delete(DeleteArgs),
+    /// Create a CronTask: run COMMAND [ARGS...] on a cron schedule (run's flags apply).
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask cron nightly --schedule '0 2 * * *' --time-zone Europe/Berlin -- sh -c 'make report'\n  \
+        kubectl longtask cron sync --schedule '*/15 * * * *' --concurrency-policy Forbid -- ./sync")]
+    Cron(Box<CronArgs>),
+    /// Start a run of a CronTask now (named <name>-m<unix seconds>, marked manual).
+    #[command(after_help = "Example:\n  kubectl longtask trigger nightly")]
+    Trigger(NameArg),
+    /// Suspend CronTasks: no new run starts (active runs go on).
+    #[command(after_help = "Example:\n  kubectl longtask suspend nightly")]
+    Suspend(NamesArg),
+    /// Resume suspended CronTasks (the latest time missed within catchUpSeconds runs).
+    #[command(after_help = "Example:\n  kubectl longtask resume nightly")]
+    Resume(NamesArg),
+    /// List CronTasks with their schedule, last and next run.
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask crons\n  \
+        kubectl longtask crons -A")]
+    Crons(GetArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "Example:\n  source <(kubectl-longtask completion bash)")]
     Completion(CompletionArgs),
@@ -142,6 +161,28 @@ pub struct RunArgs {
     /// The program and its arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct CronArgs {
+    /// When runs start (cron, 5 fields or 6 with seconds first, or a macro
+    /// such as @daily); repeatable.
+    #[arg(long, required = true, value_name = "CRON")]
+    pub schedule: Vec<String>,
+    /// IANA time zone of the schedule, e.g. Europe/Berlin (default UTC).
+    #[arg(long, value_name = "ZONE")]
+    pub time_zone: Option<String>,
+    /// Allow, Forbid, Replace or BufferOne (default Allow).
+    #[arg(long, value_name = "POLICY")]
+    pub concurrency_policy: Option<String>,
+    /// How late a missed time may still run, e.g. 10m (default 1h).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub catch_up: Option<Duration>,
+    /// Suspend after this many failed runs in a row.
+    #[arg(long, value_name = "N")]
+    pub stop_after_failures: Option<i32>,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Args, Debug)]

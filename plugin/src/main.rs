@@ -53,6 +53,11 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Cancel(a) => cmd::cancel::run(&k, a).await,
         Command::Rerun(a) => cmd::rerun::run(&k, a).await,
         Command::Delete(a) => cmd::delete::run(&k, a).await,
+        Command::Cron(a) => cmd::cron::create(&k, *a).await,
+        Command::Trigger(a) => cmd::cron::trigger(&k, a).await,
+        Command::Suspend(a) => cmd::cron::set_suspend(&k, a, true).await,
+        Command::Resume(a) => cmd::cron::set_suspend(&k, a, false).await,
+        Command::Crons(a) => cmd::cron::list(&k, a).await,
         Command::Completion(_) => Ok(()),
     }
 }

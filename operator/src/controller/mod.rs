@@ -41,7 +41,8 @@ const LIVE_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
 /// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
 pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, concurrency: u16) {
-    let (controller, jobs) = controller(&client, namespace, concurrency, &ctx);
+    let (cron_wakes, cron_woken) = futures::channel::mpsc::unbounded();
+    let (controller, jobs) = controller(&client, namespace, concurrency, &ctx, cron_wakes);
     let store = controller.store();
     ctx.queue.set_tasks(store.clone());
     ctx.queue.set_jobs(jobs);
@@ -79,10 +80,18 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
             std::future::pending::<()>().await;
         }
     };
+    // CronTasks read their runs from the Task cache this controller fills.
+    let crons = tokio::spawn(crate::cron::run(
+        client.clone(),
+        ctx.clone(),
+        namespace.map(str::to_owned),
+        cron_woken,
+    ));
     tokio::select! {
         () = running => info!("controller stopped"),
         () = unsynced_stop => info!("stopped before the Task cache synced"),
     }
+    crons.abort();
 }
 
 /// A watch config of the objects longtask labels with a Task's UID.
@@ -105,6 +114,7 @@ fn controller(
     ns: Option<&str>,
     concurrency: u16,
     ctx: &Arc<Context>,
+    cron_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<crds::CronTask>>,
 ) -> (Controller<Task>, reflector::Store<Job>) {
     // The Task cache holds what reconciles and the queue read, nothing more.
     let (store, writer) = reflector::store();
@@ -116,12 +126,18 @@ fn controller(
             .default_backoff()
             .modify(slim_task),
     )
-    // A Task deleted before it ended leaves its queue (or its slot).
+    // A Task deleted before it ended leaves its queue (or its slot). A
+    // CronTask's run wakes its CronTask.
     .inspect(move |ev| {
         if let Ok(watcher::Event::Delete(t)) = ev
             && !t.is_terminal()
         {
             on_delete.queue.moved(&t.namespace().unwrap_or_default());
+        }
+        if let Ok(watcher::Event::Apply(t) | watcher::Event::Delete(t)) = ev
+            && let Some(cron) = crate::cron::owner_of(t)
+        {
+            let _ = cron_wakes.unbounded_send(cron);
         }
     })
     .applied_objects();

@@ -35,6 +35,11 @@ struct CategoryLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CronLabels {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
     reason: &'static str,
 }
@@ -103,6 +108,8 @@ pub struct Metrics {
     events: Family<ReasonLabels, Counter>,
     deleted: Family<RuleLabels, Counter>,
     leader: Gauge,
+    cron_lag: Histogram,
+    cron_runs: Family<CronLabels, Counter>,
     store: Mutex<Option<Store<Task>>>,
     ready: AtomicBool,
 }
@@ -132,6 +139,8 @@ impl Metrics {
             events: Family::default(),
             deleted: Family::default(),
             leader: Gauge::default(),
+            cron_lag: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
+            cron_runs: Family::default(),
             store: Mutex::new(None),
             ready: AtomicBool::new(false),
             registry: Registry::default(),
@@ -249,6 +258,22 @@ impl Metrics {
             &[],
             &m.leader,
         );
+        reg(
+            &mut r,
+            &mut docs,
+            "crontask_schedule_lag_seconds",
+            "Time from a CronTask's scheduled time to its run (a Task) being created",
+            &[],
+            &m.cron_lag,
+        );
+        reg(
+            &mut r,
+            &mut docs,
+            "crontask_runs",
+            "Scheduled times of CronTasks by what became of them (created, skipped by the concurrency policy, missed while the operator was down or the CronTask suspended)",
+            &["outcome"],
+            &m.cron_runs,
+        );
         for phase in transitions::PHASES {
             let _ = m.tasks.get_or_create(&PhaseLabels { phase });
         }
@@ -288,6 +313,29 @@ impl Metrics {
     /// Retention deleted a finished Task by `rule` ("after" or "keep").
     pub fn task_deleted(&self, rule: &'static str) {
         self.deleted.get_or_create(&RuleLabels { rule }).inc();
+    }
+
+    /// A CronTask's run was created `lag` seconds after its scheduled time.
+    pub fn cron_run_created(&self, lag: f64) {
+        self.cron_lag.observe(lag);
+        self.cron_runs
+            .get_or_create(&CronLabels { outcome: "created" })
+            .inc();
+    }
+
+    /// The skipped and missed times a CronTask's status counts anew.
+    pub fn cron_counts(&self, before: &crds::CronTaskStatus, after: &crds::CronTaskStatus) {
+        for (outcome, old, new) in [
+            ("skipped", before.skipped, after.skipped),
+            ("missed", before.missed, after.missed),
+        ] {
+            let n = u64::try_from(new.saturating_sub(old)).unwrap_or(0);
+            if n > 0 {
+                self.cron_runs
+                    .get_or_create(&CronLabels { outcome })
+                    .inc_by(n);
+            }
+        }
     }
 
     pub fn event_published(&self, reason: &'static str) {

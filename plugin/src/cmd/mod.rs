@@ -1,6 +1,7 @@
 //! One module per verb; `outcome` is shared by those that wait.
 
 pub mod cancel;
+pub mod cron;
 pub mod delete;
 pub mod describe;
 pub mod get;

@@ -5,6 +5,7 @@ mod apiserver;
 mod basics;
 mod cancel;
 mod chaos;
+mod cron;
 mod faults;
 mod ha;
 mod hardening;
@@ -27,6 +28,25 @@ use crate::Case;
 use longtask_e2e::case;
 
 pub static ALL: &[Case] = &[
+    case!(cron_runs_on_time, false, cron::cron_runs_on_time),
+    case!(cron_forbid_skips, false, cron::cron_forbid_skips),
+    case!(cron_replace_cancels, false, cron::cron_replace_cancels),
+    case!(
+        cron_stop_after_failures,
+        false,
+        cron::cron_stop_after_failures
+    ),
+    case!(cron_plugin_commands, false, cron::cron_plugin_commands),
+    case!(
+        cron_catch_up_after_downtime,
+        true,
+        cron::cron_catch_up_after_downtime
+    ),
+    case!(
+        cron_leader_killed_at_ticks,
+        true,
+        cron::cron_leader_killed_at_ticks
+    ),
     case!(
         tenant_shard_bomb_bounded,
         false,

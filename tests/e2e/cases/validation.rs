@@ -94,6 +94,16 @@ pub async fn operator_runs_with_manifest_rbac(c: Arc<Cluster>, ns: TestNs) -> Re
             true,
         ),
         ("update tasks.longtask.dev", "-n default", false),
+        // A CronTask's runs, and Replace's cancel.
+        ("create tasks.longtask.dev", "-n default", true),
+        ("patch tasks.longtask.dev", "-n default", true),
+        (
+            "patch crontasks.longtask.dev --subresource=status",
+            "-n default",
+            true,
+        ),
+        ("update crontasks.longtask.dev", "-n default", false),
+        ("delete crontasks.longtask.dev", "-n default", false),
         ("get secrets", "-n default", false),
         ("delete nodes", "", false),
         ("create pods", "-n default", false),

@@ -1,0 +1,355 @@
+//! CronTasks: a Task template run on a schedule, exactly once per
+//! scheduled time (docs/cron.md). The decisions are pure (`plan.rs`);
+//! here the controller reads a CronTask's runs from the Task cache, makes
+//! the calls the plan asks for and writes the status.
+//!
+//! Exactly once: a run is named from its scheduled time, so a second
+//! create of it (a reconcile whose status write was lost, a new leader) is
+//! AlreadyExists; and `status.lastScheduleTime` moves past a time only
+//! after its run was created.
+
+pub mod plan;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crds::Task;
+use crds::cron::CronTask;
+use crds::names;
+use futures::StreamExt;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use kube::{Api, Client, Resource, ResourceExt};
+use tracing::{info, warn};
+
+use crate::call::{CallError, Chain};
+use crate::context::Context;
+use crate::reconcile::api;
+
+use self::plan::{Note, Plan, Run};
+
+/// Failures of a CronTask's reconcile, one per call.
+#[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
+#[strum(serialize_all = "snake_case")]
+pub enum Error {
+    #[error("cannot create run {namespace}/{name}")]
+    CreateRun {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot cancel run {namespace}/{name}")]
+    CancelRun {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot delete run {namespace}/{name}")]
+    DeleteRun {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot suspend CronTask {namespace}/{name}")]
+    Suspend {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot write the status of CronTask {namespace}/{name}")]
+    PatchStatus {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+}
+
+/// How long after a failed reconcile a CronTask is looked at again.
+const RETRY: Duration = Duration::from_secs(2);
+
+/// The controller of CronTasks, woken by changes of their runs
+/// (`wakes`, fed from the Task watch) and at their next scheduled time.
+pub async fn run(
+    client: Client,
+    ctx: Arc<Context>,
+    namespace: Option<String>,
+    wakes: futures::channel::mpsc::UnboundedReceiver<ObjectRef<CronTask>>,
+) {
+    // Runs are read from the Task cache: start once it holds every Task,
+    // so that no run looks missing and no count is made from a part. Asked
+    // again every second, as `report_ready` does: a wait begun before the
+    // cache is filled was seen never to wake.
+    if let Some(store) = ctx.queue.tasks() {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(1), store.wait_until_ready()).await {
+                Ok(Ok(())) => break,
+                Ok(Err(_)) => return,
+                Err(_) => {}
+            }
+        }
+    }
+    info!("starting the CronTask controller");
+    let crons: Api<CronTask> = match namespace.as_deref() {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    Controller::new(crons, watcher::Config::default().page_size(100))
+        .reconcile_on(wakes)
+        .shutdown_on_signal()
+        .run(reconcile, error_policy, ctx)
+        .for_each(|res| async move {
+            match res {
+                Ok(_) | Err(controller::Error::ObjectNotFound(_)) => {}
+                Err(e) => warn!(error = %e, "CronTask controller"),
+            }
+        })
+        .await;
+    info!("CronTask controller stopped");
+}
+
+/// The CronTask a Task is a run of (its controller owner), to wake.
+pub fn owner_of(task: &Task) -> Option<ObjectRef<CronTask>> {
+    let owner = task.owner_references().iter().find(|o| {
+        o.controller == Some(true)
+            && o.kind == names::CRON_KIND
+            && o.api_version == names::API_VERSION
+    })?;
+    Some(ObjectRef::new(&owner.name).within(&task.namespace()?))
+}
+
+/// A failed call is tried again after [`RETRY`]: the scheduled time it
+/// was for stays due (the status moves past it only once it is done), and
+/// catchUpSeconds decides how late it may still start.
+pub fn error_policy(cron: Arc<CronTask>, err: &Error, _ctx: Arc<Context>) -> Action {
+    let delay = RETRY;
+    warn!(namespace = %cron.namespace().unwrap_or_default(), crontask = %cron.name_any(), error = %Chain(err), retry_in = ?delay, "CronTask reconcile failed");
+    Action::requeue(delay)
+}
+
+/// One CronTask at this moment: its plan, carried out.
+pub async fn reconcile(cron: Arc<CronTask>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let now = Timestamp::now();
+    let runs = runs_of(&ctx, &cron);
+    tracing::debug!(crontask = %cron.name_any(), runs = runs.len(), "reconcile");
+    let plan = plan::plan(&cron, &runs, now);
+    carry_out(&ctx, &cron, &plan, now).await?;
+    Ok(match plan.requeue {
+        // A hair late rather than early: the time must have come.
+        Some(wait) => Action::requeue(wait + Duration::from_millis(5)),
+        None => Action::await_change(),
+    })
+}
+
+/// The runs of `cron`: Tasks of its namespace it controls (by UID).
+fn runs_of(ctx: &Context, cron: &CronTask) -> Vec<Run> {
+    let (Some(store), Some(uid), Some(ns)) = (
+        ctx.queue.tasks(),
+        cron.metadata.uid.as_deref(),
+        cron.metadata.namespace.as_deref(),
+    ) else {
+        return Vec::new();
+    };
+    let name = cron.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|t| t.metadata.namespace.as_deref() == Some(ns))
+        .filter(|t| {
+            t.owner_references()
+                .iter()
+                .any(|o| o.controller == Some(true) && o.uid == uid)
+        })
+        .filter_map(|t| Run::of(t, &name))
+        .collect()
+}
+
+/// The calls `plan` asks for, the status last (it records what was done).
+async fn carry_out(
+    ctx: &Context,
+    cron: &CronTask,
+    plan: &Plan,
+    now: Timestamp,
+) -> Result<(), Error> {
+    let ns = cron.namespace().unwrap_or_default();
+    let tasks: Api<Task> = Api::namespaced(ctx.client.clone(), &ns);
+    if plan.suspend {
+        suspend(ctx, cron).await?;
+    }
+    for name in &plan.cancel {
+        let patch = serde_json::json!({"spec": {"cancel": true}});
+        let pp = PatchParams::default();
+        api::call(ctx, "patch", tasks.patch(name, &pp, &Patch::Merge(&patch)))
+            .await
+            .map(|_| ())
+            .or_else(|e| {
+                if e.code() == Some(404) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|source| Error::CancelRun {
+                namespace: ns.clone(),
+                name: name.clone(),
+                source,
+            })?;
+    }
+    let mut notes = plan.notes.clone();
+    for at in &plan.create {
+        if let Some(note) = create_run(ctx, &tasks, cron, *at).await? {
+            notes.push(note);
+        }
+        let lag = now.duration_since(*at).as_secs_f64().max(0.0);
+        ctx.metrics.cron_run_created(lag);
+    }
+    for (name, uid) in &plan.delete {
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(uid.clone()),
+                resource_version: None,
+            }),
+            ..DeleteParams::background()
+        };
+        api::call(ctx, "delete", tasks.delete(name, &dp))
+            .await
+            .map(|_| ())
+            .or_else(|e| {
+                if matches!(e.code(), Some(404 | 409)) {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|source| Error::DeleteRun {
+                namespace: ns.clone(),
+                name: name.clone(),
+                source,
+            })?;
+    }
+    ctx.metrics
+        .cron_counts(&cron.status.clone().unwrap_or_default(), &plan.status);
+    write_status(ctx, cron, plan).await?;
+    publish(ctx, cron, notes);
+    Ok(())
+}
+
+/// Creates the run scheduled at `at`; AlreadyExists is the run made before
+/// (then `None`), unless another object took its name (then a Warning).
+async fn create_run(
+    ctx: &Context,
+    tasks: &Api<Task>,
+    cron: &CronTask,
+    at: Timestamp,
+) -> Result<Option<Note>, Error> {
+    let task = crds::cron::build_run(cron, at, false);
+    let name = task.name_any();
+    match api::call(ctx, "create", tasks.create(&PostParams::default(), &task)).await {
+        Ok(_) => Ok(Some(Note {
+            warning: false,
+            reason: "Created",
+            message: format!("created run {name} for {at}"),
+        })),
+        Err(e) if e.code() == Some(409) => Ok(None),
+        Err(e) if e.refusal().is_some() => Ok(Some(Note {
+            warning: true,
+            reason: "RunRefused",
+            message: format!(
+                "the API server refused run {name} for {at}: {}",
+                e.refusal().unwrap_or_default()
+            ),
+        })),
+        Err(source) => Err(Error::CreateRun {
+            namespace: cron.namespace().unwrap_or_default(),
+            name,
+            source,
+        }),
+    }
+}
+
+/// Sets spec.suspend (stopAfterFailures reached): a merge patch of that
+/// one field, which `kubectl longtask resume` (or an edit) sets back.
+async fn suspend(ctx: &Context, cron: &CronTask) -> Result<(), Error> {
+    let crons: Api<CronTask> =
+        Api::namespaced(ctx.client.clone(), &cron.namespace().unwrap_or_default());
+    let patch = serde_json::json!({"spec": {"suspend": true}});
+    api::call(
+        ctx,
+        "patch",
+        crons.patch(
+            &cron.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        ),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::Suspend {
+        namespace: cron.namespace().unwrap_or_default(),
+        name: cron.name_any(),
+        source,
+    })
+}
+
+/// Writes the plan's status (server-side apply), unless it is the same.
+async fn write_status(ctx: &Context, cron: &CronTask, plan: &Plan) -> Result<(), Error> {
+    if cron.status.as_ref() == Some(&plan.status) {
+        return Ok(());
+    }
+    let crons: Api<CronTask> =
+        Api::namespaced(ctx.client.clone(), &cron.namespace().unwrap_or_default());
+    let body = serde_json::json!({
+        "apiVersion": names::API_VERSION,
+        "kind": names::CRON_KIND,
+        "status": plan.status,
+    });
+    api::call(
+        ctx,
+        "patch",
+        crons.patch_status(&cron.name_any(), &api::apply_params(), &Patch::Apply(&body)),
+    )
+    .await
+    .map(|_| ())
+    .map_err(|source| Error::PatchStatus {
+        namespace: cron.namespace().unwrap_or_default(),
+        name: cron.name_any(),
+        source,
+    })
+}
+
+/// Records `notes` as Events on `cron`, in the background.
+fn publish(ctx: &Context, cron: &CronTask, notes: Vec<Note>) {
+    if notes.is_empty() {
+        return;
+    }
+    let recorder = ctx.recorder.clone();
+    let reference = cron.object_ref(&());
+    tokio::spawn(async move {
+        for note in notes {
+            let ev = Event {
+                type_: if note.warning {
+                    EventType::Warning
+                } else {
+                    EventType::Normal
+                },
+                reason: note.reason.to_owned(),
+                note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
+                action: "Schedule".to_owned(),
+                secondary: None,
+            };
+            if let Err(e) = recorder.publish(&ev, &reference).await {
+                warn!(reason = note.reason, error = %e, "cannot publish Event");
+            }
+        }
+    });
+}

@@ -1,0 +1,541 @@
+//! Pure: what a CronTask's reconcile does at `now`, from the CronTask and
+//! its runs as the Task cache shows them. No clock is read here: tests
+//! hand in `now`.
+
+use crds::cron::{ConcurrencyPolicy, CronTask, CronTaskStatus};
+use crds::schedule::Schedule;
+use crds::{Phase, Task};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::jiff::tz::TimeZone;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+/// How many missed times are counted one by one after a long downtime;
+/// beyond it the count says "at least".
+const COUNT_LIMIT: usize = 10_000;
+
+/// How many next times the status shows.
+const NEXT_SHOWN: usize = 3;
+
+/// A run of a CronTask as the reconcile needs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Run {
+    pub name: String,
+    pub uid: String,
+    /// Its scheduled time (a manual run: when it was triggered).
+    pub scheduled: Timestamp,
+    pub manual: bool,
+    /// `None` while it has not finished.
+    pub finished: Option<Phase>,
+    /// `spec.cancel` is set already.
+    pub cancelling: bool,
+}
+
+impl Run {
+    /// The run `task` is of CronTask `cron_name`, from its name
+    /// (`<cron>-<unix seconds>`, manual `<cron>-m<unix seconds>`): the
+    /// cache keeps no labels or annotations of finished Tasks.
+    pub fn of(task: &Task, cron_name: &str) -> Option<Run> {
+        let name = task.metadata.name.as_deref()?;
+        let suffix = name.strip_prefix(cron_name)?.strip_prefix('-')?;
+        let (manual, digits) = match suffix.strip_prefix('m') {
+            Some(d) => (true, d),
+            None => (false, suffix),
+        };
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let scheduled = Timestamp::from_second(digits.parse().ok()?).ok()?;
+        let phase = task.status.as_ref().and_then(|s| s.phase);
+        Some(Run {
+            name: name.to_owned(),
+            uid: task.metadata.uid.clone().unwrap_or_default(),
+            scheduled,
+            manual,
+            finished: phase.filter(|p| p.is_terminal()),
+            cancelling: task.spec.cancel,
+        })
+    }
+}
+
+pub use crds::cron::{manual_run_name, run_name};
+
+/// An Event to record on the CronTask.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    pub warning: bool,
+    pub reason: &'static str,
+    pub message: String,
+}
+
+/// What the reconcile does.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Runs to create, by scheduled time.
+    pub create: Vec<Timestamp>,
+    /// Active runs to cancel (concurrencyPolicy Replace).
+    pub cancel: Vec<String>,
+    /// Finished runs past the history limits: (name, uid).
+    pub delete: Vec<(String, String)>,
+    /// Set spec.suspend: stopAfterFailures was reached.
+    pub suspend: bool,
+    pub status: CronTaskStatus,
+    pub notes: Vec<Note>,
+    /// When to look again (the next scheduled time); `None`: on a change.
+    pub requeue: Option<std::time::Duration>,
+}
+
+/// The schedules and zone of `cron`, or why they cannot be read.
+pub fn schedules(cron: &CronTask) -> Result<(Vec<Schedule>, TimeZone), String> {
+    let mut out = Vec::new();
+    for s in cron.spec.all_schedules() {
+        out.push(Schedule::parse(s).map_err(|e| e.to_string())?);
+    }
+    if out.is_empty() {
+        return Err("give spec.schedule (or spec.schedules)".to_owned());
+    }
+    let tz = match cron.spec.time_zone.as_deref() {
+        None | Some("UTC" | "Etc/UTC") => TimeZone::UTC,
+        Some(name) => TimeZone::get(name).map_err(|_| {
+            format!("spec.timeZone {name:?} is not an IANA time zone (e.g. Europe/Berlin, America/New_York, UTC)")
+        })?,
+    };
+    Ok((out, tz))
+}
+
+/// What the schedules and zone are, as one string (an edit changes it).
+pub fn schedule_key(cron: &CronTask) -> String {
+    let all: Vec<&str> = cron.spec.all_schedules().collect();
+    format!(
+        "{} ({})",
+        all.join("; "),
+        cron.spec.time_zone.as_deref().unwrap_or("UTC")
+    )
+}
+
+/// The first time after `t` any of `schedules` names.
+pub fn next_after(schedules: &[Schedule], t: Timestamp, tz: &TimeZone) -> Option<Timestamp> {
+    schedules.iter().filter_map(|s| s.next_after(t, tz)).min()
+}
+
+/// The times after `from` up to `to` (inclusive) any schedule names, at
+/// most `limit`; true when there were more.
+pub fn between(
+    schedules: &[Schedule],
+    from: Timestamp,
+    to: Timestamp,
+    tz: &TimeZone,
+    limit: usize,
+) -> (Vec<Timestamp>, bool) {
+    let mut out = Vec::new();
+    let mut t = from;
+    while let Some(next) = next_after(schedules, t, tz) {
+        if next > to {
+            return (out, false);
+        }
+        if out.len() == limit {
+            return (out, true);
+        }
+        out.push(next);
+        t = next;
+    }
+    (out, false)
+}
+
+/// The reconcile of `cron` at `now`, its runs being `runs`.
+pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
+    let prev = cron.status.clone().unwrap_or_default();
+    let mut plan = Plan {
+        status: CronTaskStatus {
+            observed_generation: cron.metadata.generation,
+            ..prev.clone()
+        },
+        ..Plan::default()
+    };
+    let system = cron
+        .metadata
+        .namespace
+        .as_deref()
+        .is_some_and(|ns| crds::names::SYSTEM_NAMESPACES.contains(&ns));
+    if system {
+        let why = "CronTasks may not run in system namespaces";
+        invalid(&mut plan, &prev, "SystemNamespace", why, now);
+        return plan;
+    }
+    let (schedules, tz) = match schedules(cron) {
+        Ok(s) => s,
+        Err(why) => {
+            invalid(&mut plan, &prev, "InvalidSchedule", &why, now);
+            return plan;
+        }
+    };
+    count_finished(cron, runs, &mut plan);
+    let suspended = cron.spec.suspend || plan.suspend;
+    if !suspended {
+        due(cron, runs, &schedules, &tz, now, &mut plan);
+        release_buffered(cron, runs, &mut plan);
+    }
+    history(cron, runs, &mut plan);
+    let active: Vec<String> = runs
+        .iter()
+        .filter(|r| r.finished.is_none())
+        .map(|r| r.name.clone())
+        .chain(plan.create.iter().map(|t| run_name(cron_name(cron), *t)))
+        .collect();
+    plan.status.active_count = i32::try_from(active.len()).unwrap_or(i32::MAX);
+    plan.status.active = active;
+    plan.status.schedule_in_effect = Some(schedule_key(cron));
+    let next: Vec<Timestamp> = if suspended {
+        Vec::new()
+    } else {
+        std::iter::successors(next_after(&schedules, now, &tz), |t| {
+            next_after(&schedules, *t, &tz)
+        })
+        .take(NEXT_SHOWN)
+        .collect()
+    };
+    plan.status.next_schedule_times = next.iter().map(ToString::to_string).collect();
+    plan.requeue = next.first().map(|t| {
+        let wait = t.duration_since(now).max(SignedDuration::ZERO);
+        std::time::Duration::try_from(wait).unwrap_or_default()
+    });
+    conditions(cron, &mut plan, &prev, suspended, now);
+    plan
+}
+
+fn cron_name(cron: &CronTask) -> &str {
+    cron.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// The schedule or zone cannot be read: nothing runs, and the status and
+/// a Warning say why.
+fn invalid(
+    plan: &mut Plan,
+    prev: &CronTaskStatus,
+    reason: &'static str,
+    why: &str,
+    now: Timestamp,
+) {
+    plan.status.next_schedule_times = Vec::new();
+    let ready = condition("Ready", false, reason, why, prev, now);
+    let changed = prev.conditions.iter().find(|c| c.type_ == "Ready") != Some(&ready);
+    set_condition(&mut plan.status, ready);
+    if changed {
+        plan.notes.push(Note {
+            warning: true,
+            reason,
+            message: format!("{why}; no run starts"),
+        });
+    }
+}
+
+/// Counts the runs that finished since the last count (oldest first):
+/// consecutive failures, the last successful time, and stopAfterFailures.
+fn count_finished(cron: &CronTask, runs: &[Run], plan: &mut Plan) {
+    // Resumed after stopAfterFailures suspended it: count afresh.
+    let stopped = plan
+        .status
+        .conditions
+        .iter()
+        .any(|c| c.type_ == "Suspended" && c.status == "True" && c.reason == "TooManyFailures");
+    if stopped && !cron.spec.suspend {
+        plan.status.consecutive_failures = 0;
+    }
+    let since = plan.status.last_counted_time.as_ref().map(|t| t.0);
+    let mut fresh: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.finished.is_some() && since.is_none_or(|s| r.scheduled > s))
+        .collect();
+    fresh.sort_by_key(|r| r.scheduled);
+    // A run still active before a finished one keeps the count where it
+    // is until it finishes: count only up to the oldest active run.
+    let oldest_active = runs
+        .iter()
+        .filter(|r| r.finished.is_none())
+        .map(|r| r.scheduled)
+        .min();
+    for r in fresh {
+        if oldest_active.is_some_and(|a| a < r.scheduled) {
+            break;
+        }
+        plan.status.last_counted_time = Some(Time(r.scheduled));
+        if r.finished == Some(Phase::Completed) {
+            plan.status.consecutive_failures = 0;
+            if plan
+                .status
+                .last_successful_time
+                .as_ref()
+                .is_none_or(|t| t.0 < r.scheduled)
+            {
+                plan.status.last_successful_time = Some(Time(r.scheduled));
+            }
+        } else {
+            plan.status.consecutive_failures += 1;
+        }
+    }
+    if let Some(limit) = cron.spec.stop_after_failures
+        && !cron.spec.suspend
+        && plan.status.consecutive_failures >= limit
+    {
+        plan.notes.push(Note {
+            warning: true,
+            reason: "TooManyFailures",
+            message: format!(
+                "{} runs in a row failed (stopAfterFailures: {limit}): suspended; set \
+                 spec.suspend to false (kubectl longtask resume) to start again",
+                plan.status.consecutive_failures
+            ),
+        });
+        plan.suspend = true;
+        plan.status.buffered = None;
+    }
+}
+
+/// The scheduled times that came since the last one handled: the latest
+/// runs if within the catch-up window (under the concurrency policy), the
+/// others are missed.
+fn due(
+    cron: &CronTask,
+    runs: &[Run],
+    schedules: &[Schedule],
+    tz: &TimeZone,
+    now: Timestamp,
+    plan: &mut Plan,
+) {
+    let prev = &plan.status;
+    let created = cron
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map_or(now, |t| t.0);
+    // After an edit of the schedule or zone, times are counted from the
+    // moment the edit is seen: an edit never runs a time already past.
+    let edited = prev
+        .schedule_in_effect
+        .as_ref()
+        .is_some_and(|k| *k != schedule_key(cron));
+    let since = match (&prev.last_schedule_time, edited) {
+        (_, true) => now,
+        (Some(t), false) => t.0,
+        (None, false) => created,
+    };
+    let (times, more) = between(schedules, since, now, tz, COUNT_LIMIT);
+    let Some(&latest) = times.last() else {
+        if edited {
+            plan.status.last_schedule_time = Some(Time(now));
+        }
+        return;
+    };
+    plan.status.last_schedule_time = Some(Time(latest));
+    let window = SignedDuration::from_secs(cron.spec.catch_up_seconds());
+    let in_window = now.duration_since(latest) <= window;
+    let missed = times.len() - usize::from(in_window);
+    if missed > 0 {
+        plan.status.missed += i64::try_from(missed).unwrap_or(i64::MAX);
+        let first = times[0];
+        let last = if in_window {
+            times[times.len() - 2]
+        } else {
+            latest
+        };
+        plan.notes.push(Note {
+            warning: true,
+            reason: "Missed",
+            message: format!(
+                "{}{missed} scheduled time(s) passed without a run ({first} to {last}): the \
+                 operator was down or the CronTask suspended; {}",
+                if more { "at least " } else { "" },
+                if in_window {
+                    format!("only the latest, {latest}, runs (within catchUpSeconds)")
+                } else {
+                    format!(
+                        "none is within catchUpSeconds ({}s), so none runs",
+                        cron.spec.catch_up_seconds()
+                    )
+                }
+            ),
+        });
+    }
+    if in_window {
+        start(cron, runs, latest, plan);
+    }
+}
+
+/// Starts the run scheduled at `at`, as the concurrency policy says.
+fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
+    let name = run_name(cron_name(cron), at);
+    if runs.iter().any(|r| r.name == name) {
+        // Made already (a reconcile whose status write was lost).
+        return;
+    }
+    let active: Vec<&Run> = runs.iter().filter(|r| r.finished.is_none()).collect();
+    let names = || {
+        active
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match cron.spec.concurrency_policy {
+        _ if active.is_empty() => plan.create.push(at),
+        ConcurrencyPolicy::Allow => plan.create.push(at),
+        ConcurrencyPolicy::Forbid => skip(plan, at, format!("{} still active (Forbid)", names())),
+        ConcurrencyPolicy::Replace => {
+            plan.cancel = active
+                .iter()
+                .filter(|r| !r.cancelling)
+                .map(|r| r.name.clone())
+                .collect();
+            plan.notes.push(Note {
+                warning: false,
+                reason: "Replaced",
+                message: format!("cancelling {} to start {name} (Replace)", names()),
+            });
+            plan.create.push(at);
+        }
+        ConcurrencyPolicy::BufferOne => match &plan.status.buffered {
+            None => {
+                plan.status.buffered = Some(Time(at));
+                plan.notes.push(Note {
+                    warning: false,
+                    reason: "Buffered",
+                    message: format!(
+                        "the run scheduled at {at} starts when {} ends (BufferOne)",
+                        names()
+                    ),
+                });
+            }
+            Some(b) => {
+                let why = format!(
+                    "{} still active and the run of {} already waits (BufferOne)",
+                    names(),
+                    b.0
+                );
+                skip(plan, at, why);
+            }
+        },
+    }
+}
+
+fn skip(plan: &mut Plan, at: Timestamp, why: String) {
+    plan.status.skipped += 1;
+    plan.notes.push(Note {
+        warning: false,
+        reason: "Skipped",
+        message: format!("the run scheduled at {at} was skipped: {why}"),
+    });
+}
+
+/// BufferOne: the kept time starts once no run is active.
+fn release_buffered(cron: &CronTask, runs: &[Run], plan: &mut Plan) {
+    let Some(at) = plan.status.buffered.as_ref().map(|t| t.0) else {
+        return;
+    };
+    if runs.iter().all(|r| r.finished.is_some()) && plan.create.is_empty() {
+        plan.status.buffered = None;
+        let name = run_name(cron_name(cron), at);
+        if !runs.iter().any(|r| r.name == name) {
+            plan.create.push(at);
+        }
+    }
+}
+
+/// Finished runs past the history limits, oldest first.
+fn history(cron: &CronTask, runs: &[Run], plan: &mut Plan) {
+    for (phase, keep) in [
+        (Phase::Completed, cron.spec.successful_limit()),
+        (Phase::Failed, cron.spec.failed_limit()),
+    ] {
+        let mut done: Vec<&Run> = runs.iter().filter(|r| r.finished == Some(phase)).collect();
+        done.sort_by_key(|r| std::cmp::Reverse(r.scheduled));
+        plan.delete.extend(
+            done.into_iter()
+                .skip(keep)
+                .map(|r| (r.name.clone(), r.uid.clone())),
+        );
+    }
+    plan.delete.sort();
+}
+
+/// Ready and Suspended.
+fn conditions(
+    cron: &CronTask,
+    plan: &mut Plan,
+    prev: &CronTaskStatus,
+    suspended: bool,
+    now: Timestamp,
+) {
+    let ready = condition(
+        "Ready",
+        true,
+        "Scheduled",
+        "runs start at the scheduled times",
+        prev,
+        now,
+    );
+    set_condition(&mut plan.status, ready);
+    let (reason, message) = if plan.suspend {
+        (
+            "TooManyFailures",
+            format!(
+                "suspended after {} failed runs in a row (stopAfterFailures)",
+                cron.spec.stop_after_failures.unwrap_or_default()
+            ),
+        )
+    } else if cron.spec.suspend {
+        let kept = prev
+            .conditions
+            .iter()
+            .find(|c| c.type_ == "Suspended" && c.status == "True");
+        match kept {
+            Some(c) => (
+                if c.reason == "TooManyFailures" {
+                    "TooManyFailures"
+                } else {
+                    "Suspended"
+                },
+                c.message.clone(),
+            ),
+            None => (
+                "Suspended",
+                "spec.suspend is true: no new run starts".to_owned(),
+            ),
+        }
+    } else {
+        ("Active", "new runs start as scheduled".to_owned())
+    };
+    let c = condition("Suspended", suspended, reason, &message, prev, now);
+    set_condition(&mut plan.status, c);
+}
+
+/// A condition, keeping the previous transition time when the status did
+/// not change.
+fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: &str,
+    prev: &CronTaskStatus,
+    now: Timestamp,
+) -> Condition {
+    let status = if status { "True" } else { "False" };
+    let since = prev
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .map_or(Time(now), |c| c.last_transition_time.clone());
+    Condition {
+        type_: type_.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message: message.to_owned(),
+        last_transition_time: since,
+        observed_generation: None,
+    }
+}
+
+fn set_condition(status: &mut CronTaskStatus, c: Condition) {
+    match status.conditions.iter_mut().find(|x| x.type_ == c.type_) {
+        Some(x) => *x = c,
+        None => status.conditions.push(c),
+    }
+}

@@ -1,0 +1,467 @@
+//! CronTasks end to end, on schedules with a seconds field: runs start
+//! within 2 s of their time and complete; the history limits delete the
+//! oldest; Forbid skips while a run is active; Replace cancels it (its
+//! partial result kept); stopAfterFailures suspends; after the operator was
+//! stopped over 3 scheduled times one catch-up run starts within the
+//! window and none outside it; the leader deleted at 10 scheduled times
+//! gives exactly one Task per time.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail, ensure};
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use longtask_e2e::jobs::JobLog;
+use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, operator, tasks, wait};
+use serde_json::Value;
+
+use super::faults::scale;
+use super::ha::new_leader;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn crontasks(ns: &TestNs) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("longtask.dev", "v1alpha1", "CronTask");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "crontasks");
+    Api::namespaced_with(ns.client.clone(), &ns.name, &ar)
+}
+
+/// A CronTask `name` on `schedule` running `sh -c SCRIPT`, with extra spec
+/// lines (indented by two spaces).
+fn cron(name: &str, schedule: &str, script: &str, extra: &str) -> String {
+    let script = serde_json::to_string(script).unwrap_or_default();
+    format!(
+        "apiVersion: longtask.dev/v1alpha1\nkind: CronTask\nmetadata:\n  name: {name}\nspec:\n  \
+         schedule: \"{schedule}\"\n{extra}  taskTemplate:\n    spec:\n      command: [sh, -c, {script}]\n"
+    )
+}
+
+/// The runs of CronTask `name`: (scheduled unix second, Task), oldest first.
+async fn runs(ns: &TestNs, name: &str) -> Result<Vec<(i64, Value)>> {
+    let lp = ListParams::default().labels(&format!("longtask.dev/crontask={name}"));
+    let list = tasks(&ns.client, &ns.name).list(&lp).await?;
+    let mut out = Vec::new();
+    for t in list.items {
+        let v = serde_json::to_value(&t)?;
+        let n = t.metadata.name.clone().unwrap_or_default();
+        let suffix = n.rsplit('-').next().unwrap_or_default();
+        if let Ok(s) = suffix.parse::<i64>() {
+            out.push((s, v));
+        }
+    }
+    out.sort_by_key(|(s, _)| *s);
+    Ok(out)
+}
+
+fn created_second(t: &Value) -> Result<i64> {
+    let at: k8s_openapi::jiff::Timestamp = t["metadata"]["creationTimestamp"]
+        .as_str()
+        .context("creationTimestamp")?
+        .parse()?;
+    Ok(at.as_second())
+}
+
+fn phase(t: &Value) -> &str {
+    t["status"]["phase"].as_str().unwrap_or_default()
+}
+
+/// Events on CronTask `name` with `reason`: their messages.
+fn events(ns: &TestNs, name: &str, reason: &str) -> Result<Vec<String>> {
+    let out = ns.k(&[
+        "get",
+        "events",
+        &format!("--field-selector=involvedObject.name={name},involvedObject.kind=CronTask,reason={reason}"),
+        "-o",
+        "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}",
+    ])?;
+    Ok(out.lines().map(str::to_owned).collect())
+}
+
+/// Runs start within 2 s of their scheduled time, complete with their
+/// result, carry the scheduled time, and the history keeps the newest 2.
+pub async fn cron_runs_on_time(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(&cron(
+        "tick",
+        "*/6 * * * * *",
+        r#"echo "at $(date +%s)" > "$LONGTASK_RESULT""#,
+        "  successfulTasksHistoryLimit: 2\n",
+    ))?;
+    let seen: std::sync::Mutex<BTreeSet<i64>> = Default::default();
+    let first_checked: std::sync::Mutex<Vec<(i64, i64)>> = Default::default();
+    wait::until(Duration::from_secs(90), "5 runs of tick", || async {
+        for (s, t) in runs(&ns, "tick").await? {
+            if seen.lock().unwrap().insert(s) {
+                first_checked.lock().unwrap().push((s, created_second(&t)?));
+                ensure!(
+                    t["metadata"]["annotations"]["longtask.dev/scheduled-at"].is_string(),
+                    "no scheduled-at: {}",
+                    t["metadata"]
+                );
+            }
+        }
+        Ok(seen.lock().unwrap().len() >= 5)
+    })
+    .await?;
+    for (scheduled, created) in first_checked.lock().unwrap().iter() {
+        ensure!(
+            (0..=2).contains(&(created - scheduled)),
+            "run of {scheduled} created at {created}"
+        );
+        ensure!(scheduled % 6 == 0, "{scheduled} is no time of */6");
+    }
+    // The history: at most 2 Completed runs stay (plus one running).
+    wait::until(MINUTE, "history trimmed to 2", || async {
+        let rs = runs(&ns, "tick").await?;
+        let done = rs.iter().filter(|(_, t)| phase(t) == "Completed").count();
+        Ok(done <= 2 && rs.len() <= 3)
+    })
+    .await?;
+    let rs = runs(&ns, "tick").await?;
+    let done = rs
+        .iter()
+        .find(|(_, t)| phase(t) == "Completed")
+        .context("a completed run")?;
+    ensure!(
+        done.1["status"]["result"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("at "),
+        "{}",
+        done.1["status"]
+    );
+    let ct = crontasks(&ns).get("tick").await?;
+    let st = &ct.data["status"];
+    ensure!(
+        st["lastScheduleTime"].is_string()
+            && st["lastSuccessfulTime"].is_string()
+            && st["nextScheduleTimes"]
+                .as_array()
+                .is_some_and(|a| a.len() == 3),
+        "status: {st}"
+    );
+    ensure!(
+        !events(&ns, "tick", "Created")?.is_empty(),
+        "no Created Event"
+    );
+    Ok(())
+}
+
+/// Forbid: a run of 14 s on a 5-second schedule; the times while it runs
+/// are skipped (counted, told), and never do two runs overlap.
+pub async fn cron_forbid_skips(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(&cron(
+        "one",
+        "*/5 * * * * *",
+        "sleep 14",
+        "  concurrencyPolicy: Forbid\n",
+    ))?;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(40) {
+        let rs = runs(&ns, "one").await?;
+        let active = rs
+            .iter()
+            .filter(|(_, t)| !matches!(phase(t), "Completed" | "Failed"))
+            .count();
+        ensure!(active <= 1, "{active} runs active at once");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let ct = crontasks(&ns).get("one").await?;
+    let skipped = ct.data["status"]["skipped"].as_i64().unwrap_or_default();
+    ensure!(skipped >= 3, "skipped {skipped}: {}", ct.data["status"]);
+    let told = events(&ns, "one", "Skipped")?;
+    ensure!(
+        told.iter().any(|m| m.contains("Forbid")),
+        "no Skipped Event: {told:?}"
+    );
+    Ok(())
+}
+
+/// Replace: the next time cancels the active run, which keeps the result
+/// it had written, and starts a new one.
+pub async fn cron_replace_cancels(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(&cron(
+        "swap",
+        "*/10 * * * * *",
+        r#"echo partial > "$LONGTASK_RESULT"; sleep 300"#,
+        "  concurrencyPolicy: Replace\n",
+    ))?;
+    let got: std::sync::Mutex<Option<Value>> = Default::default();
+    wait::until(Duration::from_secs(60), "a replaced run", || async {
+        let rs = runs(&ns, "swap").await?;
+        if let Some((_, t)) = rs.iter().find(|(_, t)| phase(t) == "Failed") {
+            *got.lock().unwrap() = Some(t.clone());
+            return Ok(true);
+        }
+        Ok(false)
+    })
+    .await?;
+    let t = got.lock().unwrap().clone().context("replaced")?;
+    let st = &t["status"];
+    ensure!(
+        st["reason"] == "Cancelled" && st["result"].as_str().map(str::trim) == Some("partial"),
+        "replaced run: {st}"
+    );
+    ensure!(
+        !events(&ns, "swap", "Replaced")?.is_empty(),
+        "no Replaced Event"
+    );
+    Ok(())
+}
+
+/// stopAfterFailures 2: two failed runs in a row suspend the CronTask, with
+/// reason TooManyFailures, and no third run starts.
+pub async fn cron_stop_after_failures(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(&cron(
+        "broken",
+        "*/4 * * * * *",
+        "exit 3",
+        "  stopAfterFailures: 2\n  failedTasksHistoryLimit: 5\n",
+    ))?;
+    let api = crontasks(&ns);
+    wait::until(MINUTE, "broken suspended", || async {
+        let ct = api.get("broken").await?;
+        Ok(ct.data["spec"]["suspend"] == true)
+    })
+    .await?;
+    let ct = api.get("broken").await?;
+    let cond = ct.data["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Suspended").cloned())
+        .context("Suspended condition")?;
+    ensure!(
+        cond["status"] == "True" && cond["reason"] == "TooManyFailures",
+        "{cond}"
+    );
+    let n = runs(&ns, "broken").await?.len();
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    let rs = runs(&ns, "broken").await?;
+    ensure!(
+        rs.len() == n && n == 2,
+        "{} runs after suspension (had {n})",
+        rs.len()
+    );
+    ensure!(
+        rs.iter().all(|(_, t)| phase(t) == "Failed"),
+        "runs: {:?}",
+        rs.iter().map(|(_, t)| phase(t)).collect::<Vec<_>>()
+    );
+    ensure!(
+        !events(&ns, "broken", "TooManyFailures")?.is_empty(),
+        "no Event"
+    );
+    Ok(())
+}
+
+/// The operator is stopped over 3 or more scheduled times. Back, the
+/// CronTask with a 60 s window starts one run, for the latest time missed,
+/// and counts the others missed; the one with a 1 s window starts none.
+pub async fn cron_catch_up_after_downtime(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(
+        &[
+            cron("wide", "*/5 * * * * *", "true", "  catchUpSeconds: 60\n"),
+            cron("narrow", "*/5 * * * * *", "true", "  catchUpSeconds: 1\n"),
+        ]
+        .join("---\n"),
+    )?;
+    for name in ["wide", "narrow"] {
+        wait::until(MINUTE, "a first run", || async {
+            Ok(!runs(&ns, name).await?.is_empty())
+        })
+        .await?;
+    }
+    scale(&c, 0)?;
+    let down = async {
+        wait::until(MINUTE, "no operator pods", || async {
+            Ok(operator::pods(&c.client).await?.is_empty())
+        })
+        .await?;
+        let before: Vec<usize> = vec![
+            runs(&ns, "wide").await?.len(),
+            runs(&ns, "narrow").await?.len(),
+        ];
+        let stopped = k8s_openapi::jiff::Timestamp::now().as_second();
+        tokio::time::sleep(Duration::from_secs(17)).await;
+        anyhow::Ok((before, stopped))
+    }
+    .await;
+    scale(&c, 2)?;
+    let (before, stopped) = down?;
+    let back = k8s_openapi::jiff::Timestamp::now().as_second();
+    c.wait_operator("60s")?;
+    // The wide one: one run for the latest time before the restart.
+    wait::until(MINUTE, "wide caught up", || async {
+        Ok(runs(&ns, "wide").await?.iter().any(|(s, _)| *s > stopped))
+    })
+    .await?;
+    let wide = runs(&ns, "wide").await?;
+    let caught: Vec<i64> = wide
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(|s| *s > stopped && *s <= back)
+        .collect();
+    ensure!(
+        caught.len() == 1,
+        "wide ran {caught:?} for the downtime {stopped}..{back}"
+    );
+    let st = crontasks(&ns).get("wide").await?.data["status"].clone();
+    ensure!(st["missed"].as_i64().unwrap_or_default() >= 2, "wide: {st}");
+    ensure!(
+        !events(&ns, "wide", "Missed")?.is_empty(),
+        "no Missed Event"
+    );
+    // The narrow one: none for the downtime, then on time again.
+    let narrow = runs(&ns, "narrow").await?;
+    let during: Vec<i64> = narrow
+        .iter()
+        .map(|(s, _)| *s)
+        .filter(|s| *s > stopped && *s <= back)
+        .collect();
+    ensure!(
+        during.is_empty(),
+        "narrow ran {during:?} outside its window"
+    );
+    ensure!(before.len() == 2, "{before:?}");
+    let st = crontasks(&ns).get("narrow").await?.data["status"].clone();
+    ensure!(
+        st["missed"].as_i64().unwrap_or_default() >= 3,
+        "narrow: {st}"
+    );
+    Ok(())
+}
+
+/// The leader's pod is deleted just before 10 scheduled times of a
+/// 10-second schedule: each time gets exactly one run (one Job), none
+/// missing.
+pub async fn cron_leader_killed_at_ticks(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let log = JobLog::start(&ns.client, &ns.name);
+    ns.apply(&cron(
+        "steady",
+        "*/10 * * * * *",
+        "true",
+        "  successfulTasksHistoryLimit: 30\n",
+    ))?;
+    wait::until(MINUTE, "a first run", || async {
+        Ok(!runs(&ns, "steady").await?.is_empty())
+    })
+    .await?;
+    let first = runs(&ns, "steady").await?[0].0;
+    let mut leader = new_leader(&c, None, MINUTE).await?;
+    for _ in 0..10 {
+        // 1 s before the next tick at least 1.5 s away (not the tick
+        // whose kill was just made).
+        let now = k8s_openapi::jiff::Timestamp::now().as_millisecond();
+        let next = ((now + 1500) / 10_000 + 1) * 10_000;
+        tokio::time::sleep(Duration::from_millis(u64::try_from(
+            (next - now - 1000).max(0),
+        )?))
+        .await;
+        c.kubectl
+            .run(&["-n", SYSTEM_NS, "delete", "pod", &leader, "--wait=false"])?;
+        leader = new_leader(&c, Some(&leader), Duration::from_secs(30)).await?;
+    }
+    let last = k8s_openapi::jiff::Timestamp::now().as_second() / 10 * 10;
+    wait::until(MINUTE, "every tick run", || async {
+        let have: BTreeSet<i64> = runs(&ns, "steady").await?.iter().map(|(s, _)| *s).collect();
+        Ok((first..=last).step_by(10).all(|s| have.contains(&s)))
+    })
+    .await?;
+    let rs = runs(&ns, "steady").await?;
+    let names: Vec<String> = rs
+        .iter()
+        .filter(|(s, _)| *s >= first && *s <= last)
+        .map(|(_, t)| {
+            t["metadata"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    let want = usize::try_from((last - first) / 10 + 1)?;
+    if names.len() != want {
+        bail!(
+            "{} runs for {want} ticks {first}..{last}: {names:?}",
+            names.len()
+        );
+    }
+    log.one_each(names.iter().map(String::as_str))?;
+    let st = crontasks(&ns).get("steady").await?.data["status"].clone();
+    ensure!(
+        st["missed"].as_i64().unwrap_or_default() == 0,
+        "steady: {st}"
+    );
+    Ok(())
+}
+
+/// The plugin: `cron` makes a CronTask (a yearly schedule, so only manual
+/// runs happen), `crons` shows its next run, `trigger` starts a manual run
+/// that completes, `suspend` and `resume` flip spec.suspend, and a bad
+/// schedule is refused before anything is sent.
+pub async fn cron_plugin_commands(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    let plugin = |args: &[&str]| ns.kubectl.plugin(&ns.name, args);
+    let out = plugin(&[
+        "cron",
+        "rare",
+        "--schedule",
+        "0 0 1 1 *",
+        "--time-zone",
+        "Europe/Berlin",
+        "--",
+        "sh",
+        "-c",
+        "echo manual > \"$LONGTASK_RESULT\"",
+    ])?;
+    ensure!(
+        out.code == Some(0) && out.stdout().contains("crontask/rare created"),
+        "cron: {out}"
+    );
+    let bad = plugin(&[
+        "cron",
+        "bad",
+        "--schedule",
+        "TZ=UTC 0 * * * *",
+        "--",
+        "true",
+    ])?;
+    ensure!(
+        bad.code != Some(0) && bad.stderr.contains("spec.timeZone"),
+        "bad: {bad}"
+    );
+    ensure!(
+        crontasks(&ns).get_opt("bad").await?.is_none(),
+        "bad was created"
+    );
+    wait::until(MINUTE, "rare's next run shown", || async {
+        let out = plugin(&["crons"])?;
+        Ok(out.stdout().contains("rare") && out.stdout().contains("T23:00:00Z"))
+    })
+    .await?;
+    let out = plugin(&["trigger", "rare"])?;
+    ensure!(
+        out.code == Some(0) && out.stdout().contains("task/rare-m"),
+        "trigger: {out}"
+    );
+    let name = out
+        .stdout()
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("task/").map(str::to_owned))
+        .context("run name")?;
+    let t = wait::condition(&tasks(&ns.client, &ns.name), &name, "Complete", MINUTE).await?;
+    ensure!(
+        t["status"]["result"].as_str().map(str::trim) == Some("manual")
+            && t["metadata"]["annotations"]["longtask.dev/run"] == "manual",
+        "{t}"
+    );
+    for (verb, want) in [("suspend", true), ("resume", false)] {
+        let out = plugin(&[verb, "rare"])?;
+        ensure!(out.code == Some(0), "{verb}: {out}");
+        let ct = crontasks(&ns).get("rare").await?;
+        ensure!(
+            ct.data["spec"]["suspend"] == want,
+            "{verb}: {}",
+            ct.data["spec"]
+        );
+    }
+    Ok(())
+}
