@@ -211,13 +211,16 @@ pub async fn cron_replace_cancels(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
 }
 
 /// stopAfterFailures 2: two failed runs in a row suspend the CronTask, with
-/// reason TooManyFailures, and no third run starts.
+/// reason TooManyFailures, and no third run starts (Forbid keeps the runs
+/// from overlapping, so there are exactly two).
 pub async fn cron_stop_after_failures(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     ns.apply(&cron(
         "broken",
         "*/4 * * * * *",
         "exit 3",
-        "  stopAfterFailures: 2\n  failedTasksHistoryLimit: 5\n",
+        // Forbid: one run at a time, so the two failures are the only runs
+        // however slowly pods start.
+        "  stopAfterFailures: 2\n  failedTasksHistoryLimit: 5\n  concurrencyPolicy: Forbid\n",
     ))?;
     let api = crontasks(&ns);
     wait::until(MINUTE, "broken suspended", || async {
