@@ -254,31 +254,37 @@ impl Schedule {
             }
         }
     }
+}
 
-    /// The scheduled times after `from` and at or before `to`, oldest
-    /// first, at most `limit` of them; the bool is true when there were
-    /// more.
-    pub fn between(
-        &self,
-        from: Timestamp,
-        to: Timestamp,
-        tz: &TimeZone,
-        limit: usize,
-    ) -> (Vec<Timestamp>, bool) {
-        let mut out = Vec::new();
-        let mut t = from;
-        while let Some(next) = self.next_after(t, tz) {
-            if next > to {
-                return (out, false);
-            }
-            if out.len() == limit {
-                return (out, true);
-            }
-            out.push(next);
-            t = next;
+/// The first time after `t` (strictly) any of `schedules` names, in `tz`:
+/// a CronTask's `schedule` and `schedules` together, one time once.
+pub fn next_of(schedules: &[Schedule], t: Timestamp, tz: &TimeZone) -> Option<Timestamp> {
+    schedules.iter().filter_map(|s| s.next_after(t, tz)).min()
+}
+
+/// The times any of `schedules` names after `from` and at or before `to`,
+/// oldest first, at most `limit` of them; the bool is true when there were
+/// more.
+pub fn between(
+    schedules: &[Schedule],
+    from: Timestamp,
+    to: Timestamp,
+    tz: &TimeZone,
+    limit: usize,
+) -> (Vec<Timestamp>, bool) {
+    let mut out = Vec::new();
+    let mut t = from;
+    while let Some(next) = next_of(schedules, t, tz) {
+        if next > to {
+            return (out, false);
         }
-        (out, false)
+        if out.len() == limit {
+            return (out, true);
+        }
+        out.push(next);
+        t = next;
     }
+    (out, false)
 }
 
 /// One second after `t`, or `None` at 23:59:59.

@@ -20,9 +20,8 @@ use crds::cron::CronTask;
 use crds::names;
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{self, Action, Controller};
-use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
@@ -52,13 +51,8 @@ pub enum Error {
         #[source]
         source: CallError,
     },
-    #[error("cannot delete run {namespace}/{name}")]
-    DeleteRun {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
+    #[error("cannot delete an old run")]
+    DeleteRun(#[source] api::ApiError),
     #[error("cannot suspend CronTask {namespace}/{name}")]
     Suspend {
         namespace: String,
@@ -214,28 +208,9 @@ async fn carry_out(
         ctx.metrics.cron_run_created(lag);
     }
     for (name, uid) in &plan.delete {
-        let dp = DeleteParams {
-            preconditions: Some(Preconditions {
-                uid: Some(uid.clone()),
-                resource_version: None,
-            }),
-            ..DeleteParams::background()
-        };
-        api::call(ctx, "delete", tasks.delete(name, &dp))
+        api::delete_task_fenced(ctx, &ns, name, Some(uid))
             .await
-            .map(|_| ())
-            .or_else(|e| {
-                if matches!(e.code(), Some(404 | 409)) {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            })
-            .map_err(|source| Error::DeleteRun {
-                namespace: ns.clone(),
-                name: name.clone(),
-                source,
-            })?;
+            .map_err(Error::DeleteRun)?;
     }
     ctx.metrics
         .cron_counts(&cron.status.clone().unwrap_or_default(), &plan.status);
@@ -327,29 +302,16 @@ async fn write_status(ctx: &Context, cron: &CronTask, plan: &Plan) -> Result<(),
     })
 }
 
-/// Records `notes` as Events on `cron`, in the background.
+/// Records `notes` as Events on `cron` (see `api::publish_on`).
 fn publish(ctx: &Context, cron: &CronTask, notes: Vec<Note>) {
-    if notes.is_empty() {
-        return;
-    }
-    let recorder = ctx.recorder.clone();
-    let reference = cron.object_ref(&());
-    tokio::spawn(async move {
-        for note in notes {
-            let ev = Event {
-                type_: if note.warning {
-                    EventType::Warning
-                } else {
-                    EventType::Normal
-                },
-                reason: note.reason.to_owned(),
-                note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
-                action: "Schedule".to_owned(),
-                secondary: None,
-            };
-            if let Err(e) = recorder.publish(&ev, &reference).await {
-                warn!(reason = note.reason, error = %e, "cannot publish Event");
-            }
-        }
-    });
+    let events = notes
+        .into_iter()
+        .map(|n| {
+            (
+                n.reason,
+                api::event(n.warning, n.reason, &n.message, "Schedule"),
+            )
+        })
+        .collect();
+    api::publish_on(ctx, cron.object_ref(&()), events);
 }

@@ -3,7 +3,7 @@
 //! hand in `now`.
 
 use crds::cron::{ConcurrencyPolicy, CronTask, CronTaskStatus};
-use crds::schedule::Schedule;
+use crds::schedule::{Schedule, between, next_of};
 use crds::{Phase, Task};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::tz::TimeZone;
@@ -112,35 +112,6 @@ pub fn schedule_key(cron: &CronTask) -> String {
     )
 }
 
-/// The first time after `t` any of `schedules` names.
-pub fn next_after(schedules: &[Schedule], t: Timestamp, tz: &TimeZone) -> Option<Timestamp> {
-    schedules.iter().filter_map(|s| s.next_after(t, tz)).min()
-}
-
-/// The times after `from` up to `to` (inclusive) any schedule names, at
-/// most `limit`; true when there were more.
-pub fn between(
-    schedules: &[Schedule],
-    from: Timestamp,
-    to: Timestamp,
-    tz: &TimeZone,
-    limit: usize,
-) -> (Vec<Timestamp>, bool) {
-    let mut out = Vec::new();
-    let mut t = from;
-    while let Some(next) = next_after(schedules, t, tz) {
-        if next > to {
-            return (out, false);
-        }
-        if out.len() == limit {
-            return (out, true);
-        }
-        out.push(next);
-        t = next;
-    }
-    (out, false)
-}
-
 /// The reconcile of `cron` at `now`, its runs being `runs`.
 pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
     let prev = cron.status.clone().unwrap_or_default();
@@ -187,8 +158,8 @@ pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
     let next: Vec<Timestamp> = if suspended {
         Vec::new()
     } else {
-        std::iter::successors(next_after(&schedules, now, &tz), |t| {
-            next_after(&schedules, *t, &tz)
+        std::iter::successors(next_of(&schedules, now, &tz), |t| {
+            next_of(&schedules, *t, &tz)
         })
         .take(NEXT_SHOWN)
         .collect()

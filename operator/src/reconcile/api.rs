@@ -290,24 +290,36 @@ pub async fn delete_task(
 ) -> Result<(), ApiError> {
     let namespace = task.namespace().unwrap_or_default();
     let name = task.name_any();
-    let api: Api<Task> = Api::namespaced(ctx.client.clone(), &namespace);
+    if delete_task_fenced(ctx, &namespace, &name, task.metadata.uid.as_deref()).await? {
+        info!(namespace = %namespace, task = %name, why, "deleted finished Task");
+        ctx.metrics.task_deleted(rule);
+    }
+    Ok(())
+}
+
+/// Deletes Task `name` only if its UID is still `uid` (when given), in the background
+/// (the garbage collector then removes what it owns). True when it was
+/// deleted; a Task already gone, or replaced, is no error (false).
+pub async fn delete_task_fenced(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+    uid: Option<&str>,
+) -> Result<bool, ApiError> {
+    let api: Api<Task> = Api::namespaced(ctx.client.clone(), namespace);
     let dp = DeleteParams {
         preconditions: Some(Preconditions {
-            uid: task.metadata.uid.clone(),
+            uid: uid.map(str::to_owned),
             resource_version: None,
         }),
         ..DeleteParams::background()
     };
-    match call(ctx, "delete", api.delete(&name, &dp)).await {
-        Ok(_) => {
-            info!(namespace = %namespace, task = %name, why, "deleted finished Task");
-            ctx.metrics.task_deleted(rule);
-            Ok(())
-        }
-        Err(e) if matches!(e.code(), Some(404 | 409)) => Ok(()),
+    match call(ctx, "delete", api.delete(name, &dp)).await {
+        Ok(_) => Ok(true),
+        Err(e) if matches!(e.code(), Some(404 | 409)) => Ok(false),
         Err(source) => Err(ApiError::DeleteTask {
-            namespace,
-            name,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
             source,
         }),
     }
@@ -608,35 +620,55 @@ pub async fn patch_status(ctx: &Context, task: &Task, status: &TaskStatus) -> Re
     })
 }
 
-/// Publishes `notes` as Events on the Task, in order, without the
-/// reconcile waiting for them: a spawned task makes the calls, each bounded
-/// by the API timeout. Events are best effort: a failure is logged and
-/// counted, and Events not yet sent when the process stops are lost.
+/// Publishes `notes` as Events on the Task (see [`publish_on`]).
 pub fn publish(ctx: &Context, task: &Task, notes: Vec<Note>) {
-    if notes.is_empty() {
+    let events = notes
+        .into_iter()
+        .map(|n| {
+            let reason = n.reason.as_str();
+            (reason, event(n.warning, reason, &n.message, n.action))
+        })
+        .collect();
+    publish_on(ctx, task.object_ref(&()), events);
+}
+
+/// An Event of `reason`, its message cut to 1,000 bytes.
+pub fn event(warning: bool, reason: &str, message: &str, action: &str) -> Event {
+    Event {
+        type_: if warning {
+            EventType::Warning
+        } else {
+            EventType::Normal
+        },
+        reason: reason.to_owned(),
+        note: Some(crds::result::truncate_utf8(message, 1000).to_owned()),
+        action: action.to_owned(),
+        secondary: None,
+    }
+}
+
+/// Publishes `events` (each with its reason as a metric label) on the
+/// object `reference` names, in order, without the reconcile waiting for
+/// them: a spawned task makes the calls, each bounded by the API timeout.
+/// Events are best effort: a failure is logged and counted, and Events not
+/// yet sent when the process stops are lost.
+pub fn publish_on(
+    ctx: &Context,
+    reference: k8s_openapi::api::core::v1::ObjectReference,
+    events: Vec<(&'static str, Event)>,
+) {
+    if events.is_empty() {
         return;
     }
     let recorder = ctx.recorder.clone();
     let metrics = ctx.metrics.clone();
     let limit = ctx.config.api_timeout;
-    let reference = task.object_ref(&());
     tokio::spawn(async move {
-        for note in notes {
-            let ev = Event {
-                type_: if note.warning {
-                    EventType::Warning
-                } else {
-                    EventType::Normal
-                },
-                reason: note.reason.as_str().to_owned(),
-                note: Some(crds::result::truncate_utf8(&note.message, 1000).to_owned()),
-                action: note.action.to_owned(),
-                secondary: None,
-            };
+        for (reason, ev) in events {
             let sent = recorder.publish(&ev, &reference);
             match bounded(&metrics, limit, "create_event", sent).await {
-                Ok(()) => metrics.event_published(note.reason.as_str()),
-                Err(e) => warn!(reason = note.reason.as_str(), error = %e, "cannot publish Event"),
+                Ok(()) => metrics.event_published(reason),
+                Err(e) => warn!(reason, error = %e, "cannot publish Event"),
             }
         }
     });

@@ -238,7 +238,7 @@ impl Metrics {
             &mut r,
             &mut docs,
             "events",
-            "Events published on Tasks, by reason",
+            "Events published on Tasks and CronTasks, by reason",
             &["reason"],
             &m.events,
         );

@@ -4,14 +4,14 @@
 
 use crds::cron::{ConcurrencyPolicy, CronTask, CronTaskSpec, TaskTemplate};
 use crds::schedule::Schedule;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, ResourceExt};
 
 use crate::cli::{CronArgs, GetArgs, NameArg, NamesArg};
 use crate::client::{Error, Kube};
-use crate::cmd::run;
-use crate::safe::visible;
+use crate::cmd::{run, show};
 
 fn crons(k: &Kube) -> Api<CronTask> {
     Api::namespaced(k.client.clone(), &k.namespace)
@@ -147,66 +147,52 @@ pub async fn list(k: &Kube, a: GetArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// The `crons` table (pure).
+/// The `crons` table (pure): ages and waits as `get` prints them.
 pub fn table(items: &[CronTask], namespaces: bool, now: Timestamp) -> String {
-    let mut rows = vec![{
-        let mut h = vec![
-            "NAME",
-            "SCHEDULE",
-            "TIMEZONE",
-            "SUSPENDED",
-            "ACTIVE",
-            "LAST",
-            "NEXT",
-        ];
-        if namespaces {
-            h.insert(0, "NAMESPACE");
-        }
-        h.into_iter().map(str::to_owned).collect::<Vec<_>>()
-    }];
-    for c in items {
-        let st = c.status.clone().unwrap_or_default();
-        let ago = |t: Timestamp| {
-            let secs = now.duration_since(t).as_secs();
-            if secs >= 0 {
-                format!("{}s ago", secs)
-            } else {
-                format!("in {}s", -secs)
+    let mut header = vec![
+        "NAME",
+        "SCHEDULE",
+        "TIMEZONE",
+        "SUSPENDED",
+        "ACTIVE",
+        "LAST",
+        "NEXT",
+    ];
+    if namespaces {
+        header.insert(0, "NAMESPACE");
+    }
+    let rows: Vec<Vec<String>> = items
+        .iter()
+        .map(|c| {
+            let st = c.status.clone().unwrap_or_default();
+            let next = st
+                .next_schedule_times
+                .first()
+                .and_then(|t| t.parse::<Timestamp>().ok())
+                .map_or("-".to_owned(), |t| {
+                    format!(
+                        "{t} (in {})",
+                        show::human(-show::seconds_since(now, &Time(t)))
+                    )
+                });
+            let mut row = vec![
+                c.name_any(),
+                c.spec.all_schedules().collect::<Vec<_>>().join("; "),
+                c.spec.time_zone.clone().unwrap_or_else(|| "UTC".to_owned()),
+                c.spec.suspend.to_string(),
+                st.active_count.to_string(),
+                st.last_schedule_time.map_or("-".to_owned(), |t| {
+                    show::human(show::seconds_since(now, &t))
+                }),
+                next,
+            ];
+            if namespaces {
+                row.insert(0, c.namespace().unwrap_or_default());
             }
-        };
-        let next = st
-            .next_schedule_times
-            .first()
-            .and_then(|t| t.parse::<Timestamp>().ok())
-            .map_or("-".to_owned(), |t| format!("{t} ({})", ago(t)));
-        let mut row = vec![
-            c.name_any(),
-            c.spec.all_schedules().collect::<Vec<_>>().join("; "),
-            c.spec.time_zone.clone().unwrap_or_else(|| "UTC".to_owned()),
-            c.spec.suspend.to_string(),
-            st.active_count.to_string(),
-            st.last_schedule_time.map_or("-".to_owned(), |t| ago(t.0)),
-            next,
-        ];
-        if namespaces {
-            row.insert(0, c.namespace().unwrap_or_default());
-        }
-        rows.push(row.into_iter().map(|s| visible(&s).into_owned()).collect());
-    }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+            row
+        })
         .collect();
-    let mut out = String::new();
-    for r in rows {
-        let line: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, cell)| format!("{cell:<w$}", w = widths[i]))
-            .collect();
-        out.push_str(line.join("   ").trim_end());
-        out.push('\n');
-    }
-    out
+    show::table(&header, &rows)
 }
 
 #[cfg(test)]
@@ -303,7 +289,7 @@ mod tests {
         let t = table(&[c], true, now);
         assert!(t.starts_with("NAMESPACE"), "{t}");
         assert!(
-            t.contains("@daily") && t.contains("in 3600s") && t.contains("UTC"),
+            t.contains("@daily") && t.contains("(in 60m)") && t.contains("UTC"),
             "{t}"
         );
     }
