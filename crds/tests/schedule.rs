@@ -208,3 +208,204 @@ proptest! {
         }
     }
 }
+
+/// A schedule drawn for the property tests, with an oracle of its own:
+/// which wall-clock minutes it names, decided without the parser.
+#[derive(Debug, Clone)]
+struct Drawn {
+    text: String,
+    minute: (u32, u32),
+    hours: Vec<u32>,
+    day: Option<u32>,
+    month: Option<u32>,
+    weekday: Option<u32>,
+}
+
+impl Drawn {
+    /// The schedule, or `None` when it names no day that exists (the
+    /// parser must refuse exactly those: the 30th of February and such).
+    fn parse(&self) -> Option<Schedule> {
+        let longest = |m: u32| match m {
+            2 => 29,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        };
+        let impossible = self.weekday.is_none()
+            && matches!((self.day, self.month), (Some(d), Some(m)) if d > longest(m));
+        let parsed = Schedule::parse(&self.text);
+        assert_eq!(parsed.is_err(), impossible, "{}: {parsed:?}", self.text);
+        parsed.ok()
+    }
+
+    fn names(&self, c: jiff::civil::DateTime) -> bool {
+        let (step, offset) = self.minute;
+        let minute =
+            (c.minute() as u32) >= offset && (c.minute() as u32 - offset).is_multiple_of(step);
+        let hour = self.hours.is_empty() || self.hours.contains(&(c.hour() as u32));
+        let month = self.month.is_none_or(|m| m == c.month() as u32);
+        let dom = self.day.map(|d| d == c.day() as u32);
+        let dow = self
+            .weekday
+            .map(|w| w == c.weekday().to_sunday_zero_offset() as u32);
+        // Both day fields restricted: either one; otherwise the one that is.
+        let day = match (dom, dow) {
+            (Some(a), Some(b)) => a || b,
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => true,
+        };
+        c.second() == 0 && minute && hour && month && day
+    }
+}
+
+fn drawn() -> impl Strategy<Value = Drawn> {
+    let minute = prop_oneof![
+        (0u32..60).prop_map(|m| (60, m)),
+        prop::sample::select(vec![1u32, 5, 15, 30]).prop_flat_map(|k| (Just(k), 0..k)),
+    ];
+    // Hours around the usual change times (01:00 to 03:00) come up often.
+    let hours = prop_oneof![
+        Just(Vec::new()),
+        prop::collection::btree_set(prop_oneof![0u32..5, 0u32..24], 1..3)
+            .prop_map(|s| s.into_iter().collect::<Vec<_>>()),
+    ];
+    let day = prop::option::of(prop::sample::select(vec![1u32, 15, 28, 29, 30, 31]));
+    let month = prop::option::weighted(0.2, 1u32..13);
+    let weekday = prop::option::weighted(0.3, 0u32..7);
+    (minute, hours, day, month, weekday).prop_map(|(minute, hours, day, month, weekday)| {
+        let (step, offset) = minute;
+        let m = match step {
+            60 => offset.to_string(),
+            1 => "*".to_owned(),
+            _ => format!("{offset}/{step}"),
+        };
+        let h = if hours.is_empty() {
+            "*".to_owned()
+        } else {
+            hours
+                .iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        let f = |v: Option<u32>| v.map_or("*".to_owned(), |v| v.to_string());
+        Drawn {
+            text: format!("{m} {h} {} {} {}", f(day), f(month), f(weekday)),
+            minute,
+            hours,
+            day,
+            month,
+            weekday,
+        }
+    })
+}
+
+/// Zones with and without daylight saving, half-hour and 45-minute
+/// offsets, a half-hour change (Lord Howe) and a southern-hemisphere one.
+const ZONES: [&str; 7] = [
+    "UTC",
+    "Europe/Berlin",
+    "America/New_York",
+    "Australia/Lord_Howe",
+    "Pacific/Chatham",
+    "Asia/Kathmandu",
+    "America/Santiago",
+];
+
+/// A start time, half of the time within two days before a change of the
+/// zone's offset, so the changes are crossed often.
+fn start_in(tz: &TimeZone, base: i64, before_change: Option<i64>) -> Timestamp {
+    let base = Timestamp::from_second(base).expect("t");
+    match (before_change, tz.following(base).next()) {
+        (Some(back), Some(change)) => change.timestamp() - jiff::SignedDuration::from_secs(back),
+        _ => base,
+    }
+}
+
+/// Every minute in (from, to] the oracle says is a run: a wall-clock time
+/// the schedule names at its first occurrence, or the moment the clock
+/// jumps over one or more named times.
+fn oracle_runs(d: &Drawn, tz: &TimeZone, from: Timestamp, to: Timestamp) -> Vec<Timestamp> {
+    let minute = jiff::SignedDuration::from_secs(60);
+    let second = jiff::SignedDuration::from_secs(1);
+    let mut u = Timestamp::from_second(from.as_second().div_euclid(60) * 60 + 60).expect("u");
+    let mut out = Vec::new();
+    while u <= to {
+        let civil = tz.to_datetime(u);
+        let first = tz.to_ambiguous_timestamp(civil).earlier().ok() == Some(u);
+        let mut run = d.names(civil) && first;
+        // A jump forward ends at `u`: the skipped times run here.
+        let skipped_from = tz.to_datetime(u - second) + jiff::Span::new().seconds(1);
+        let mut c = skipped_from;
+        while !run && c < civil {
+            run = d.names(c);
+            c += jiff::Span::new().minutes(1);
+        }
+        if run {
+            out.push(u);
+        }
+        u += minute;
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Over two days from a random start (often just before a daylight
+    /// saving change), the times the schedule gives are exactly the
+    /// oracle's: none missed, none twice, a repeated hour once, a skipped
+    /// time at the jump; each time's wall clock is distinct.
+    #[test]
+    fn times_match_an_oracle_across_changes(
+        d in drawn(),
+        zone in prop::sample::select(ZONES.to_vec()),
+        base in 1_704_067_200i64..2_019_686_400, // 2024 to 2033
+        back in prop::option::of(0i64..172_800),
+    ) {
+        let Some(s) = d.parse() else { return Ok(()) };
+        let tz = TimeZone::get(zone).expect("zone");
+        let from = start_in(&tz, base, back);
+        let to = from + jiff::SignedDuration::from_hours(48);
+        let want = oracle_runs(&d, &tz, from, to);
+        let (got, more) = crds::schedule::between(std::slice::from_ref(&s), from, to, &tz, 10_000);
+        prop_assert!(!more);
+        prop_assert_eq!(&got, &want, "{} in {} from {}", d.text, zone, from);
+        let mut walls: Vec<_> = got.iter().map(|t| tz.to_datetime(*t)).collect();
+        walls.dedup();
+        prop_assert_eq!(walls.len(), got.len(), "a wall-clock time ran twice");
+        // The next time after the window agrees with the oracle's next.
+        if let Some(n) = s.next_after(to, &tz) {
+            prop_assert!(n > to);
+            let ahead = to + jiff::SignedDuration::from_hours(72);
+            let before_n = n - jiff::SignedDuration::from_secs(1);
+            let gap = oracle_runs(&d, &tz, to, before_n.min(ahead));
+            prop_assert!(gap.is_empty(), "{} skipped {:?}", d.text, gap);
+            if n <= ahead {
+                prop_assert_eq!(oracle_runs(&d, &tz, before_n, n), vec![n]);
+            }
+        }
+    }
+
+    /// Several schedules together: each time once, in order, and exactly
+    /// the union of each schedule's own times.
+    #[test]
+    fn several_schedules_are_the_union(
+        a in drawn(),
+        b in drawn(),
+        zone in prop::sample::select(ZONES.to_vec()),
+        base in 1_704_067_200i64..2_019_686_400,
+        back in prop::option::of(0i64..172_800),
+    ) {
+        let (Some(sa), Some(sb)) = (a.parse(), b.parse()) else { return Ok(()) };
+        let tz = TimeZone::get(zone).expect("zone");
+        let from = start_in(&tz, base, back);
+        let to = from + jiff::SignedDuration::from_hours(24);
+        let (both, _) = crds::schedule::between(&[sa.clone(), sb.clone()], from, to, &tz, 10_000);
+        let (only_a, _) = crds::schedule::between(&[sa], from, to, &tz, 10_000);
+        let (only_b, _) = crds::schedule::between(&[sb], from, to, &tz, 10_000);
+        let mut union: Vec<_> = only_a.into_iter().chain(only_b).collect();
+        union.sort();
+        union.dedup();
+        prop_assert_eq!(both, union);
+    }
+}

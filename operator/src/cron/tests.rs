@@ -355,3 +355,154 @@ fn runs_are_known_by_name() {
         assert_eq!(Run::of(&o, "nightly"), None, "{other}");
     }
 }
+
+/// A CronTask run over 40 minutes by a simulated operator that wakes every
+/// `poll` seconds: runs last their drawn durations, cancellations take one
+/// wake to land, the plan's creates, cancels and deletes are applied. Per
+/// policy: every scheduled time is created, skipped or (BufferOne) still
+/// kept, exactly once; Forbid and BufferOne never run two at once; Replace
+/// leaves at most one run that is not being cancelled; Allow skips none.
+fn simulate(policy: ConcurrencyPolicy, durations: &[i64], poll: i64) -> Result<(), String> {
+    let mut c = cron(|s| s.concurrency_policy = policy);
+    let start = ts("2026-01-01T00:00:30Z");
+    let mut runs: Vec<Run> = Vec::new();
+    let mut ends: std::collections::BTreeMap<String, Timestamp> = Default::default();
+    let mut created = std::collections::BTreeSet::new();
+    let mut made = 0usize;
+    for step in 0..(40 * 60 / poll) {
+        let now = start + k8s_openapi::jiff::SignedDuration::from_secs(step * poll);
+        for r in &mut runs {
+            let ended = ends.get(&r.name).is_some_and(|e| *e <= now);
+            if r.finished.is_none() && (r.cancelling || ended) {
+                r.finished = Some(if r.cancelling {
+                    Phase::Failed
+                } else {
+                    Phase::Completed
+                });
+            }
+        }
+        let p = plan(&c, &runs, now);
+        for at in &p.create {
+            if !created.insert(*at) {
+                return Err(format!("{at} created twice"));
+            }
+            let d = durations[made % durations.len()];
+            made += 1;
+            let r = Run {
+                name: run_name("nightly", *at),
+                uid: format!("uid-{}", at.as_second()),
+                scheduled: *at,
+                manual: false,
+                finished: None,
+                cancelling: false,
+            };
+            ends.insert(
+                r.name.clone(),
+                now + k8s_openapi::jiff::SignedDuration::from_secs(d),
+            );
+            runs.push(r);
+        }
+        for name in &p.cancel {
+            runs.iter_mut()
+                .filter(|r| &r.name == name)
+                .for_each(|r| r.cancelling = true);
+        }
+        runs.retain(|r| !p.delete.iter().any(|(n, _)| *n == r.name));
+        c.status = Some(p.status.clone());
+        let active: Vec<&Run> = runs.iter().filter(|r| r.finished.is_none()).collect();
+        let live = active.iter().filter(|r| !r.cancelling).count();
+        match policy {
+            ConcurrencyPolicy::Forbid | ConcurrencyPolicy::BufferOne if active.len() > 1 => {
+                return Err(format!("two runs at once at {now}"));
+            }
+            ConcurrencyPolicy::Replace if live > 1 => {
+                return Err(format!("{live} runs not cancelled at {now}"));
+            }
+            _ => {}
+        }
+    }
+    let end = start + k8s_openapi::jiff::SignedDuration::from_secs((40 * 60 / poll - 1) * poll);
+    let ticks = (end.as_second() - start.as_second() + 30) / 60;
+    let s = c.status.unwrap_or_default();
+    let kept = i64::from(s.buffered.is_some_and(|b| !created.contains(&b.0)));
+    let accounted = created.len() as i64 + s.skipped + s.missed + kept;
+    if accounted != ticks {
+        return Err(format!(
+            "{ticks} times, {} created, {} skipped, {} missed, {kept} kept",
+            created.len(),
+            s.skipped,
+            s.missed
+        ));
+    }
+    if policy == ConcurrencyPolicy::Allow && s.skipped != 0 {
+        return Err("Allow skipped a time".to_owned());
+    }
+    Ok(())
+}
+
+proptest::proptest! {
+    #[test]
+    fn every_policy_accounts_for_each_time_once(
+        policy in proptest::sample::select(vec![
+            ConcurrencyPolicy::Allow,
+            ConcurrencyPolicy::Forbid,
+            ConcurrencyPolicy::Replace,
+            ConcurrencyPolicy::BufferOne,
+        ]),
+        durations in proptest::collection::vec(5i64..200, 1..6),
+        poll in proptest::sample::select(vec![1i64, 5, 10, 20]),
+    ) {
+        proptest::prop_assert_eq!(simulate(policy, &durations, poll), Ok(()));
+    }
+
+    /// After downtime from the last handled time: the latest missed time
+    /// runs if within catchUpSeconds, every other one is counted missed,
+    /// and a second plan at the same moment adds nothing.
+    #[test]
+    fn catch_up_runs_only_the_latest_time_in_the_window(
+        step in proptest::sample::select(vec![1i64, 2, 5, 15]),
+        window in 0i64..3_600,
+        down_ms in 0i64..7_200_000,
+    ) {
+        let last = ts("2026-01-01T01:00:00Z");
+        let c = with_status(
+            cron(|s| {
+                s.schedule = Some(format!("*/{step} * * * *"));
+                s.catch_up_seconds = Some(window);
+            }),
+            |s| s.last_schedule_time = Some(Time(last)),
+        );
+        let now = last + k8s_openapi::jiff::SignedDuration::from_millis(down_ms);
+        let times: Vec<Timestamp> = (1..)
+            .map(|k| last + k8s_openapi::jiff::SignedDuration::from_secs(k * step * 60))
+            .take_while(|t| *t <= now)
+            .collect();
+        let p = plan(&c, &[], now);
+        match times.last() {
+            None => {
+                proptest::prop_assert!(p.create.is_empty());
+                proptest::prop_assert_eq!(p.status.missed, 0);
+            }
+            Some(&latest) => {
+                let in_window = now.duration_since(latest).as_millis() <= i128::from(window) * 1000;
+                let want: Vec<Timestamp> = if in_window { vec![latest] } else { Vec::new() };
+                proptest::prop_assert_eq!(&p.create, &want);
+                proptest::prop_assert_eq!(p.status.missed, times.len() as i64 - i64::from(in_window));
+                proptest::prop_assert_eq!(p.status.last_schedule_time.as_ref().map(|t| t.0), Some(latest));
+            }
+        }
+        let mut again = c.clone();
+        again.status = Some(p.status.clone());
+        let made: Vec<Run> = p.create.iter().map(|t| Run {
+            name: run_name("nightly", *t),
+            uid: "u".to_owned(),
+            scheduled: *t,
+            manual: false,
+            finished: None,
+            cancelling: false,
+        }).collect();
+        let p2 = plan(&again, &made, now);
+        proptest::prop_assert!(p2.create.is_empty());
+        proptest::prop_assert_eq!(p2.status.missed, p.status.missed);
+    }
+}
