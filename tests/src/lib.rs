@@ -31,6 +31,8 @@ pub use runner::Runtime;
 pub const OPERATOR_IMAGE: &str = "longtask-operator:0.1.0";
 pub const WORKER_IMAGE: &str = "longtask-worker:0.1.0";
 pub const SYSTEM_NS: &str = "longtask-system";
+/// The Helm release the chart is installed as (tests/helm).
+pub const HELM_RELEASE: &str = "longtask";
 
 /// The repository root.
 pub fn root() -> PathBuf {
@@ -223,6 +225,63 @@ impl Cluster {
         self.kubectl
             .run(&["apply", "--server-side", "-k", manifests.to_str().unwrap()])?;
         self.wait_operator("120s")
+    }
+
+    /// Installs longtask from its Helm chart the way docs/helm.md says:
+    /// the namespace made first (restricted, as manifests/namespace.yaml
+    /// makes it), then `helm install` with the default values; waits until
+    /// the release is ready (Helm's watcher) and the operator rolled out.
+    pub fn install_chart(&self) -> Result<()> {
+        self.kubectl.run(&["create", "namespace", SYSTEM_NS])?;
+        self.kubectl.run(&[
+            "label",
+            "namespace",
+            SYSTEM_NS,
+            "pod-security.kubernetes.io/enforce=restricted",
+        ])?;
+        let chart = root().join("charts/longtask");
+        self.helm(&[
+            "install",
+            HELM_RELEASE,
+            chart.to_str().unwrap(),
+            "--namespace",
+            SYSTEM_NS,
+            "--wait=watcher",
+            "--timeout=3m",
+        ])?;
+        self.wait_crd_established()?;
+        self.wait_operator("120s")
+    }
+
+    /// `helm ARGS...` (tools/helm/bin/helm) against this cluster:
+    /// Ok(stdout), or Err(stderr and stdout).
+    pub fn helm(&self, args: &[&str]) -> Result<String> {
+        let helm = root().join("tools/helm/bin/helm");
+        if !helm.exists() {
+            bail!("{} is missing: run tools/helm/build first", helm.display());
+        }
+        // Helm keeps its cache and config in the cluster's directory, not
+        // in the home directory.
+        let out = Command::new(&helm)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .env("HELM_CACHE_HOME", self.dir.join("helm/cache"))
+            .env("HELM_CONFIG_HOME", self.dir.join("helm/config"))
+            .env("HELM_DATA_HOME", self.dir.join("helm/data"))
+            .output()
+            .context("run helm")?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        if !out.status.success() {
+            bail!(
+                "helm {} failed ({}):\n{}{}",
+                args.join(" "),
+                out.status,
+                String::from_utf8_lossy(&out.stderr),
+                stdout
+            );
+        }
+        Ok(stdout)
     }
 
     /// Installs only the CRD and the worker's ClusterRole, and waits until

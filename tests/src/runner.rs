@@ -52,6 +52,9 @@ pub enum Install {
     /// Only the CRD and the worker's ClusterRole: the cases run the
     /// reconciler themselves, as a library.
     CrdOnly,
+    /// longtask from the Helm chart (`helm install`, charts/longtask with
+    /// its default values) instead of `kubectl apply -k`.
+    HelmChart,
 }
 
 /// Runs the selected `cases` on a fresh cluster of `shape`; exits 1 on any failure.
@@ -128,6 +131,7 @@ async fn setup(shape: &Shape) -> Result<Cluster> {
             cluster.install().await?;
         }
         Install::CrdOnly => cluster.install_crd()?,
+        Install::HelmChart => cluster.install_chart()?,
     }
     Ok(cluster)
 }
