@@ -279,5 +279,33 @@ pub async fn uninstall_keeps_crds_and_tasks(c: Arc<Cluster>, ns: TestNs) -> Resu
         "Task kept after uninstall: {}",
         task.data["status"]
     );
+
+    // Installed again under the same name, the release takes the kept
+    // CRDs back (their Helm annotations name it) and the operator runs
+    // Tasks again; the kept Task is untouched.
+    let chart = longtask_e2e::root().join("charts/longtask");
+    c.helm(&[
+        "install",
+        HELM_RELEASE,
+        chart.to_str().unwrap(),
+        "--namespace",
+        SYSTEM_NS,
+        "--wait=watcher",
+        "--timeout=3m",
+    ])?;
+    c.wait_operator("120s")?;
+    ns.apply(&sh_task(
+        "again",
+        "echo 8 > \"$LONGTASK_RESULT\"",
+        "  timeoutSeconds: 120\n",
+    ))?;
+    let st = wait_phase(&ns, "again", "Completed", 2 * MINUTE).await?;
+    ensure!(
+        st["result"].as_str().map(str::trim) == Some("8"),
+        "result {}",
+        st["result"]
+    );
+    let kept = ns.status("kept").await?;
+    ensure!(kept["phase"] == "Completed", "Task kept: {kept}");
     Ok(())
 }

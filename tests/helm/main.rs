@@ -3,7 +3,8 @@
 //! the chart's install runs a Task to Completed; `helm upgrade` to 3
 //! replicas and another concurrency, while a Task runs, keeps that Task
 //! (its one Job completes) and ends with exactly one leader; `helm
-//! uninstall` leaves the CRDs and the Tasks (crds.keep). The cases run in
+//! uninstall` leaves the CRDs and the Tasks (crds.keep), and installing
+//! again takes them back. The cases run in
 //! this order, one at a time. Filter by substring:
 //! `cargo test -p longtask-e2e --test helm -- NAME`.
 
