@@ -61,6 +61,20 @@ pub async fn chart_install_runs_a_task(c: Arc<Cluster>, ns: TestNs) -> Result<()
             == Some("Helm"),
         "Deployment labels {labels:?}"
     );
+    // The CRDs belong to the release (so helm upgrade upgrades them).
+    for crd in ["tasks.longtask.dev", "crontasks.longtask.dev"] {
+        let owner = c.kubectl.run(&[
+            "get",
+            "crd",
+            crd,
+            "-o",
+            r#"jsonpath={.metadata.annotations.meta\.helm\.sh/release-name}/{.metadata.labels.app\.kubernetes\.io/managed-by}"#,
+        ])?;
+        ensure!(
+            owner == "longtask/Helm",
+            "CRD {crd}: release/manager {owner:?}"
+        );
+    }
     let status = d.status.unwrap_or_default();
     ensure!(
         status.ready_replicas == Some(2),
