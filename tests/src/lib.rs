@@ -1,7 +1,8 @@
 //! Test harness for longtask's end-to-end tests: starts a devcluster with our
 //! binaries mapped to their images, installs the operator with
 //! `kubectl apply -k manifests/` (so it runs under exactly the manifests'
-//! RBAC), and gives each case a throwaway namespace.
+//! RBAC) or, for tests/helm, from the Helm chart, and gives each case a
+//! throwaway namespace.
 
 #![allow(clippy::unwrap_used)]
 
