@@ -218,6 +218,7 @@ async fn lead(
         }
     };
     metrics.set_leader(true);
+    metrics.set_leader_transitions(elector.lease_transitions());
     tokio::select! {
         biased;
         lost = elector.keep(acquired) => {

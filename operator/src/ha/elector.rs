@@ -5,6 +5,7 @@
 //! longer than the renew deadline's margin.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -59,6 +60,8 @@ pub struct Elector {
     namespace: String,
     identity: String,
     timings: Timings,
+    /// The Lease's `leaseTransitions` as last written by this instance.
+    transitions: AtomicI32,
 }
 
 async fn bounded<T>(
@@ -78,6 +81,7 @@ impl Elector {
             namespace: namespace.to_owned(),
             identity: identity.to_owned(),
             timings,
+            transitions: AtomicI32::new(0),
         }
     }
 
@@ -120,7 +124,11 @@ impl Elector {
             Some(_) => bounded(self.limit(), self.api.replace(LEASE_NAME, &pp, &want)).await,
         };
         match res {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                let n = want.spec.as_ref().and_then(|s| s.lease_transitions);
+                self.transitions.store(n.unwrap_or(0), Ordering::Relaxed);
+                Ok(true)
+            }
             Err(e) if matches!(e.code(), Some(409)) => Ok(false),
             Err(source) => Err(ElectionError::WriteLease {
                 namespace: self.namespace.clone(),
@@ -176,6 +184,12 @@ impl Elector {
             }
             tokio::time::sleep(self.timings.retry_period).await;
         }
+    }
+
+    /// The Lease's `leaseTransitions` as this instance last wrote it: after
+    /// [`Elector::acquire`], how often leadership had changed hands.
+    pub fn lease_transitions(&self) -> i32 {
+        self.transitions.load(Ordering::Relaxed)
     }
 
     /// Renews the Lease while leading; returns why leadership ended.

@@ -47,8 +47,11 @@ pub async fn status(ctx: &Context, task: &Task, next: TaskStatus) -> Result<Writ
         Err(e) => return Err(e.into()),
     }
     let now = Time(Timestamp::now());
-    ctx.metrics
-        .record(&transitions::from_transition(task, prev, &next, &now));
+    let samples = transitions::from_transition(task, prev, &next, &now);
+    ctx.metrics.record(
+        task.metadata.namespace.as_deref().unwrap_or_default(),
+        &samples,
+    );
     // Off the reconcile's path: the next Task waits for no Event.
     api::publish(ctx, task, events::transitions(prev, &next));
     let ended =

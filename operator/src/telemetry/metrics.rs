@@ -1,8 +1,12 @@
 //! Prometheus metrics (OpenMetrics text). Labels are bounded: verbs,
-//! outcomes, phases, reasons and error categories, never object names.
-//! What a status transition records is decided in `samples.rs` (pure).
+//! outcomes, phases, reasons and error categories. Object names only
+//! where an alert must say where to look, and bounded by the namespaces:
+//! `namespace` on the counters of failures, waits and start timeouts, and
+//! a Task's name on the per-namespace "longest wait" gauges (one series
+//! per namespace). What a status transition records is decided in
+//! `transitions.rs` (pure), the longest waits in `backlog.rs` (pure).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -16,6 +20,8 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Metric, Registry};
 
+use crate::telemetry::backlog::{self, Oldest};
+use crate::telemetry::process;
 use crate::telemetry::transitions::{self, Doc, Sample};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -46,9 +52,26 @@ struct ReasonLabels {
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabels {
+    namespace: String,
     outcome: &'static str,
     reason: &'static str,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NamespaceReasonLabels {
+    namespace: String,
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabels {
+    namespace: String,
+    task: String,
+}
+
+/// A gauge that only exists once set (the leader's, not a standby's).
+type NoLabels = [(&'static str, &'static str); 0];
+type Seconds = Gauge<f64, AtomicU64>;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabels {
@@ -85,9 +108,58 @@ fn reg<M>(
     });
 }
 
+/// `process_*` metrics, without the `longtask_` prefix, as dashboards
+/// expect them.
+fn register_process(root: &mut Registry, docs: &mut Vec<Doc>, m: &Metrics) {
+    let rows: [(&'static str, &'static str, &'static str); 2] = [
+        (
+            "process_resident_memory_bytes",
+            "gauge",
+            "Resident memory of the operator process in bytes (VmRSS)",
+        ),
+        (
+            "process_start_time_seconds",
+            "gauge",
+            "Start time of the operator process since the Unix epoch in seconds",
+        ),
+    ];
+    root.register(
+        "process_resident_memory_bytes",
+        rows[0].2,
+        m.resident.clone(),
+    );
+    root.register("process_start_time_seconds", rows[1].2, m.started.clone());
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    m.started.set(since_epoch.as_secs_f64());
+    for (name, kind, help) in rows {
+        docs.push(Doc {
+            name: name.to_owned(),
+            kind: kind.to_owned(),
+            labels: &[],
+            help,
+        });
+    }
+}
+
 fn seconds_histogram() -> Histogram {
     // 0.25 s to about 8.5 hours.
     Histogram::new(exponential_buckets(0.25, 2.0, 18))
+}
+
+/// Replaces the series of `family` by one per namespace of `oldest`: a
+/// namespace whose Tasks no longer wait drops out (its series goes stale).
+fn set_oldest(family: &Family<TaskLabels, Seconds>, oldest: &[Oldest]) {
+    family.clear();
+    for o in oldest {
+        family
+            .get_or_create(&TaskLabels {
+                namespace: o.namespace.clone(),
+                task: o.task.clone(),
+            })
+            .set(o.seconds);
+    }
 }
 
 /// All metrics of the operator, plus the readiness flag.
@@ -108,6 +180,13 @@ pub struct Metrics {
     events: Family<ReasonLabels, Counter>,
     deleted: Family<RuleLabels, Counter>,
     leader: Gauge,
+    leader_transitions: Family<NoLabels, Gauge>,
+    waits: Family<NamespaceReasonLabels, Counter>,
+    start_timeouts: Family<NamespaceReasonLabels, Counter>,
+    queue_oldest: Family<TaskLabels, Seconds>,
+    progress_stalled: Family<TaskLabels, Seconds>,
+    resident: Gauge,
+    started: Seconds,
     cron_lag: Histogram,
     cron_runs: Family<CronLabels, Counter>,
     store: Mutex<Option<Store<Task>>>,
@@ -122,7 +201,7 @@ impl Default for Metrics {
 
 impl Metrics {
     pub fn new() -> Self {
-        let mut r = Registry::with_prefix("longtask");
+        let mut root = Registry::default();
         let mut docs = Vec::new();
         let m = Self {
             reconciles: Counter::default(),
@@ -139,6 +218,13 @@ impl Metrics {
             events: Family::default(),
             deleted: Family::default(),
             leader: Gauge::default(),
+            leader_transitions: Family::default(),
+            waits: Family::default(),
+            start_timeouts: Family::default(),
+            queue_oldest: Family::default(),
+            progress_stalled: Family::default(),
+            resident: Gauge::default(),
+            started: Seconds::default(),
             cron_lag: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             cron_runs: Family::default(),
             store: Mutex::new(None),
@@ -146,8 +232,9 @@ impl Metrics {
             registry: Registry::default(),
             docs: Vec::new(),
         };
+        let r = root.sub_registry_with_prefix("longtask");
         reg(
-            &mut r,
+            r,
             &mut docs,
             "tasks",
             "Tasks in the operator's cache by phase (Pending: not looked at yet)",
@@ -155,15 +242,47 @@ impl Metrics {
             &m.tasks,
         );
         reg(
-            &mut r,
+            r,
+            &mut docs,
+            "queue_oldest_seconds",
+            "Per namespace, how long its oldest Task not started yet (no phase, or Queued) has existed, naming it (leader only)",
+            &["namespace", "task"],
+            &m.queue_oldest,
+        );
+        reg(
+            r,
+            &mut docs,
+            "progress_stalled_seconds",
+            "Per namespace, the longest time since a Running Task that reports progress last reported it, naming that Task (leader only)",
+            &["namespace", "task"],
+            &m.progress_stalled,
+        );
+        reg(
+            r,
             &mut docs,
             "task_results",
-            "Tasks that finished, by outcome (completed, failed) and reason",
-            &["outcome", "reason"],
+            "Tasks that finished, by namespace, outcome (completed, failed) and reason",
+            &["namespace", "outcome", "reason"],
             &m.results,
         );
         reg(
-            &mut r,
+            r,
+            &mut docs,
+            "task_waits",
+            "Tasks whose pod began to wait, by namespace and reason (Unschedulable, ImagePullFailed, CreateContainerConfigError, PodRefused)",
+            &["namespace", "reason"],
+            &m.waits,
+        );
+        reg(
+            r,
+            &mut docs,
+            "start_timeouts",
+            "Tasks failed by spec.startTimeoutSeconds, by namespace and the reason their pod waited for",
+            &["namespace", "reason"],
+            &m.start_timeouts,
+        );
+        reg(
+            r,
             &mut docs,
             "task_duration_seconds",
             "Time from a Task's start (its Job's start) to its end, by outcome",
@@ -171,7 +290,7 @@ impl Metrics {
             &m.task_duration,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "task_queue_seconds",
             "Time from a Task's creation to its Job's start",
@@ -179,7 +298,7 @@ impl Metrics {
             &m.queue_latency,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "job_to_task_seconds",
             "Time from a Job's end to its Task's final status being written",
@@ -187,7 +306,7 @@ impl Metrics {
             &m.job_to_task,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "reconciles",
             "Reconciles run",
@@ -195,7 +314,7 @@ impl Metrics {
             &m.reconciles,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "reconcile_errors",
             "Failed reconciles by error category",
@@ -203,7 +322,7 @@ impl Metrics {
             &m.reconcile_errors,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "reconcile_duration_seconds",
             "Time one reconcile took",
@@ -211,7 +330,7 @@ impl Metrics {
             &m.reconcile_duration,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "api_requests",
             "API requests of the reconciler by verb and outcome",
@@ -219,7 +338,7 @@ impl Metrics {
             &m.api_requests,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "cache_reads",
             "Reads the reconciler took from its watch caches instead of the API server, by kind (job, pods, result)",
@@ -227,7 +346,7 @@ impl Metrics {
             &m.cache_reads,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "jobs_created",
             "Jobs created for Tasks",
@@ -235,7 +354,7 @@ impl Metrics {
             &m.jobs_created,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "events",
             "Events published on Tasks and CronTasks, by reason",
@@ -243,7 +362,7 @@ impl Metrics {
             &m.events,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "tasks_deleted",
             "Finished Tasks deleted by retention, by rule (after: their time passed; keep: past the namespace's keep-finished limit)",
@@ -251,7 +370,7 @@ impl Metrics {
             &m.deleted,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "leader",
             "1 while this instance holds the leader Lease and runs the controller",
@@ -259,7 +378,15 @@ impl Metrics {
             &m.leader,
         );
         reg(
-            &mut r,
+            r,
+            &mut docs,
+            "leader_transitions",
+            "The leader Lease's leaseTransitions when this instance took it (leader only): how often leadership changed hands",
+            &[],
+            &m.leader_transitions,
+        );
+        reg(
+            r,
             &mut docs,
             "crontask_schedule_lag_seconds",
             "Time from a CronTask's scheduled time to its run (a Task) being created",
@@ -267,7 +394,7 @@ impl Metrics {
             &m.cron_lag,
         );
         reg(
-            &mut r,
+            r,
             &mut docs,
             "crontask_runs",
             "Scheduled times of CronTasks by what became of them (created, skipped by the concurrency policy, missed while the operator was down or the CronTask suspended)",
@@ -277,8 +404,9 @@ impl Metrics {
         for phase in transitions::PHASES {
             let _ = m.tasks.get_or_create(&PhaseLabels { phase });
         }
+        register_process(&mut root, &mut docs, &m);
         Self {
-            registry: r,
+            registry: root,
             docs,
             ..m
         }
@@ -342,11 +470,21 @@ impl Metrics {
         self.events.get_or_create(&ReasonLabels { reason }).inc();
     }
 
-    /// Records what a status transition measured.
-    pub fn record(&self, samples: &[Sample]) {
+    /// Records what a status transition of a Task in `namespace` measured.
+    pub fn record(&self, namespace: &str, samples: &[Sample]) {
+        let by_reason = |reason: &'static str| NamespaceReasonLabels {
+            namespace: namespace.to_owned(),
+            reason,
+        };
         for s in samples {
             match s {
                 Sample::Queued(secs) => self.queue_latency.observe(*secs),
+                Sample::Waiting(r) => {
+                    self.waits.get_or_create(&by_reason(r)).inc();
+                }
+                Sample::StartTimedOut(r) => {
+                    self.start_timeouts.get_or_create(&by_reason(r)).inc();
+                }
                 Sample::Finished {
                     outcome,
                     reason,
@@ -354,10 +492,12 @@ impl Metrics {
                     job_to_task,
                 } => {
                     // Reasons come from the fixed vocabulary: bounded.
-                    let reason = *reason;
-                    self.results
-                        .get_or_create(&ResultLabels { outcome, reason })
-                        .inc();
+                    let labels = ResultLabels {
+                        namespace: namespace.to_owned(),
+                        outcome,
+                        reason,
+                    };
+                    self.results.get_or_create(&labels).inc();
                     if let Some(d) = duration {
                         self.task_duration
                             .get_or_create(&OutcomeLabels { outcome })
@@ -382,6 +522,13 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// The Lease's `leaseTransitions` as this instance took it.
+    pub fn set_leader_transitions(&self, transitions: i32) {
+        self.leader_transitions
+            .get_or_create(&[])
+            .set(i64::from(transitions));
+    }
+
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
     }
@@ -403,11 +550,18 @@ impl Metrics {
                 .get_or_create(&PhaseLabels { phase })
                 .set(i64::try_from(n).unwrap_or(i64::MAX));
         }
+        let now = k8s_openapi::jiff::Timestamp::now();
+        let b = backlog::backlog(tasks.iter().map(|t| &**t), now);
+        set_oldest(&self.queue_oldest, &b.queued);
+        set_oldest(&self.progress_stalled, &b.stalled);
     }
 
     /// The metrics in OpenMetrics text format.
     pub fn encode(&self) -> String {
         self.count_phases();
+        if let Some(b) = process::resident_now() {
+            self.resident.set(i64::try_from(b).unwrap_or(i64::MAX));
+        }
         let mut out = String::new();
         if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
             out.clear();

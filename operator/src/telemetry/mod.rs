@@ -2,7 +2,9 @@
 //! transition measures (pure), and the `/metrics`, `/healthz`, `/readyz`
 //! server.
 
+pub mod backlog;
 pub mod metrics;
+pub mod process;
 pub mod server;
 pub mod transitions;
 

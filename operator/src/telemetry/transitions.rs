@@ -29,6 +29,27 @@ pub enum Sample {
         /// Job end → now (the terminal status is being written), seconds.
         job_to_task: Option<f64>,
     },
+    /// The Task's pod began to wait for `reason` (one of [`WAITS`]).
+    Waiting(&'static str),
+    /// `spec.startTimeoutSeconds` failed the Task while its pod waited for
+    /// `reason` (one of [`WAITS`]): the only way a Task fails with those.
+    StartTimedOut(&'static str),
+}
+
+/// Why a pod cannot start: the reasons a Running Task waits with, and
+/// the reasons a start timeout fails it with.
+pub const WAITS: [Reason; 4] = [
+    Reason::Unschedulable,
+    Reason::ImagePullFailed,
+    Reason::CreateContainerConfigError,
+    Reason::PodRefused,
+];
+
+fn waits_for(status: &TaskStatus) -> Option<&'static str> {
+    status
+        .known_reason()
+        .filter(|r| WAITS.contains(r))
+        .map(Reason::as_str)
 }
 
 fn secs(from: &Time, to: &Time) -> f64 {
@@ -53,6 +74,12 @@ pub fn from_transition(
     {
         out.push(Sample::Queued(secs(created, started)));
     }
+    if next.phase == Some(Phase::Running)
+        && prev.reason != next.reason
+        && let Some(r) = waits_for(next)
+    {
+        out.push(Sample::Waiting(r));
+    }
     if let Some(phase) = next.phase.filter(|p| p.is_terminal())
         && prev.phase != Some(phase)
     {
@@ -75,6 +102,9 @@ pub fn from_transition(
             duration,
             job_to_task,
         });
+        if let (Phase::Failed, Some(r)) = (phase, waits_for(next)) {
+            out.push(Sample::StartTimedOut(r));
+        }
     }
     out
 }
@@ -185,6 +215,44 @@ mod tests {
             matches!(got.as_slice(), [Sample::Finished { reason: "", .. }]),
             "{got:?}"
         );
+    }
+
+    #[test]
+    fn waits_and_start_timeouts_are_counted_once() {
+        let t = Task::test().created_at(90).start_timeout(30);
+        let with = |phase, reason: Reason| TaskStatus {
+            reason: Some(reason.to_string()),
+            ..st(Some(phase), true, Some(100), None)
+        };
+        let running = st(Some(Phase::Running), true, Some(100), None);
+        let pulling = with(Phase::Running, Reason::ImagePullFailed);
+        let unschedulable = with(Phase::Running, Reason::Unschedulable);
+        let timed_out = TaskStatus {
+            completed_at: Some(at(130)),
+            ..with(Phase::Failed, Reason::ImagePullFailed)
+        };
+        let too_large = with(Phase::Failed, Reason::ResultTooLarge);
+        let waits = |prev: &TaskStatus, next: &TaskStatus| -> Vec<Sample> {
+            from_transition(&t, Some(prev), next, &at(200))
+                .into_iter()
+                .filter(|s| matches!(s, Sample::Waiting(_) | Sample::StartTimedOut(_)))
+                .collect()
+        };
+        assert_eq!(
+            waits(&running, &pulling),
+            [Sample::Waiting("ImagePullFailed")]
+        );
+        assert_eq!(waits(&pulling, &pulling), []);
+        assert_eq!(
+            waits(&pulling, &unschedulable),
+            [Sample::Waiting("Unschedulable")]
+        );
+        assert_eq!(
+            waits(&pulling, &timed_out),
+            [Sample::StartTimedOut("ImagePullFailed")]
+        );
+        assert_eq!(waits(&timed_out, &timed_out), []);
+        assert_eq!(waits(&running, &too_large), []);
     }
 
     #[test]

@@ -35,19 +35,30 @@ fn readme_lists_every_metric() {
 #[test]
 fn transitions_move_the_counters() {
     let m = Metrics::new();
-    m.record(&[
-        Sample::Queued(1.5),
-        Sample::Finished {
-            outcome: "completed",
-            reason: "Succeeded",
-            duration: Some(3.0),
-            job_to_task: Some(0.5),
-        },
-    ]);
+    m.record(
+        "team-a",
+        &[
+            Sample::Queued(1.5),
+            Sample::Finished {
+                outcome: "completed",
+                reason: "Succeeded",
+                duration: Some(3.0),
+                job_to_task: Some(0.5),
+            },
+            Sample::Waiting("ImagePullFailed"),
+            Sample::StartTimedOut("ImagePullFailed"),
+        ],
+    );
+    m.set_leader_transitions(3);
     m.event_published("Started");
     let text = m.encode();
     for want in [
-        "longtask_task_results_total{outcome=\"completed\",reason=\"Succeeded\"} 1",
+        "longtask_task_results_total{namespace=\"team-a\",outcome=\"completed\",reason=\"Succeeded\"} 1",
+        "longtask_task_waits_total{namespace=\"team-a\",reason=\"ImagePullFailed\"} 1",
+        "longtask_start_timeouts_total{namespace=\"team-a\",reason=\"ImagePullFailed\"} 1",
+        "longtask_leader_transitions 3",
+        "process_resident_memory_bytes ",
+        "process_start_time_seconds ",
         "longtask_task_queue_seconds_count 1",
         "longtask_task_duration_seconds_count{outcome=\"completed\"} 1",
         "longtask_job_to_task_seconds_count 1",
@@ -57,4 +68,16 @@ fn transitions_move_the_counters() {
         assert!(text.contains(want), "{want} missing in\n{text}");
     }
     assert!(text.ends_with("# EOF\n"));
+}
+
+#[test]
+fn a_standby_exports_no_leader_transitions_and_no_longest_waits() {
+    let text = Metrics::new().encode();
+    for absent in [
+        "longtask_leader_transitions ",
+        "longtask_queue_oldest_seconds{",
+        "longtask_progress_stalled_seconds{",
+    ] {
+        assert!(!text.contains(absent), "{absent} in\n{text}");
+    }
 }
