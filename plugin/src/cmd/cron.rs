@@ -24,6 +24,30 @@ async fn get_cron(k: &Kube, name: &str) -> Result<CronTask, Error> {
         .map_err(|e| Error::api("get", "crontasks", &k.namespace, Some(name), e))
 }
 
+/// The CronTask `name`, if there is one.
+pub async fn get_opt(k: &Kube, name: &str) -> Result<Option<CronTask>, Error> {
+    crons(k)
+        .get_opt(name)
+        .await
+        .map_err(|e| Error::api("get", "crontasks", &k.namespace, Some(name), e))
+}
+
+/// Every CronTask of the namespace (or all), by namespace and name.
+pub async fn list_all(k: &Kube, all_namespaces: bool) -> Result<Vec<CronTask>, Error> {
+    let api: Api<CronTask> = if all_namespaces {
+        Api::all(k.client.clone())
+    } else {
+        crons(k)
+    };
+    let mut items = api
+        .list(&Default::default())
+        .await
+        .map_err(|e| Error::api("list", "crontasks", &k.namespace, None, e))?
+        .items;
+    items.sort_by_key(|c| (c.namespace(), c.name_any()));
+    Ok(items)
+}
+
 /// `kubectl longtask cron NAME --schedule S [run's flags] -- COMMAND...`
 pub async fn create(k: &Kube, a: CronArgs) -> Result<(), Error> {
     let cron = build(&a)?;
@@ -130,16 +154,7 @@ pub async fn set_suspend(k: &Kube, a: NamesArg, suspend: bool) -> Result<(), Err
 
 /// `kubectl longtask crons [NAME...] [-A]`: a table with the next run.
 pub async fn list(k: &Kube, a: GetArgs) -> Result<(), Error> {
-    let api: Api<CronTask> = if a.all_namespaces {
-        Api::all(k.client.clone())
-    } else {
-        crons(k)
-    };
-    let mut items = api
-        .list(&Default::default())
-        .await
-        .map_err(|e| Error::api("list", "crontasks", &k.namespace, None, e))?
-        .items;
+    let mut items = list_all(k, a.all_namespaces).await?;
     if !a.names.is_empty() {
         items.retain(|c| a.names.contains(&c.name_any()));
     }

@@ -1,8 +1,10 @@
 //! `kubectl longtask get [NAMES] [-A]` (alias `list`): a table like
 //! `kubectl get`, with what a Task waits for: its queue position while
-//! Queued for a slot, else the Waiting condition's reason.
+//! Queued for a slot, else the Waiting condition's reason. CronTasks
+//! follow in a table of their own, with their next run.
 
 use crds::conditions::{reasons, types};
+use crds::cron::CronTask;
 use crds::{Phase, Task};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
@@ -10,10 +12,11 @@ use kube::api::ListParams;
 
 use crate::cli::GetArgs;
 use crate::client::{Error, Kube};
-use crate::cmd::show;
+use crate::cmd::{cron, show};
 
 pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
     let mut tasks = Vec::new();
+    let mut crons = Vec::new();
     let mut missing = 0;
     if a.names.is_empty() {
         let (api, ns) = if a.all_namespaces {
@@ -27,30 +30,51 @@ pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
             .map_err(|e| Error::api("list", "tasks", ns, None, e))?
             .items;
         tasks.sort_by_key(|t| (t.namespace(), t.name_any()));
+        // CronTasks beside them, as `kubectl get all` shows several kinds;
+        // someone who may not list them sees the Tasks alone.
+        crons = cron::list_all(k, a.all_namespaces)
+            .await
+            .unwrap_or_default();
     } else {
         for n in &a.names {
             match k.task(n).await {
                 Ok(t) => tasks.push(t),
-                Err(e @ Error::NotFound { .. }) => {
-                    crate::note!("error: {e}");
-                    missing += 1;
-                }
+                Err(e @ Error::NotFound { .. }) => match cron::get_opt(k, n).await? {
+                    Some(c) => crons.push(c),
+                    None => {
+                        crate::note!("error: {e}");
+                        missing += 1;
+                    }
+                },
                 Err(e) => return Err(e),
             }
         }
     }
-    if tasks.is_empty() && missing == 0 {
+    let now = Timestamp::now();
+    if tasks.is_empty() && crons.is_empty() && missing == 0 {
         match a.all_namespaces {
             true => crate::note!("No tasks found."),
             false => crate::note!("No tasks found in {} namespace.", k.namespace),
         }
-    } else if !tasks.is_empty() {
-        crate::out(table(&tasks, Timestamp::now(), a.all_namespaces))?;
     }
+    crate::out(tables(&tasks, &crons, now, a.all_namespaces))?;
     match missing {
         0 => Ok(()),
         _ => Err(Error::Exit(1)),
     }
+}
+
+/// The Tasks' table, then the CronTasks' (with their next run) after a
+/// blank line; either is left out when it has no rows.
+pub fn tables(tasks: &[Task], crons: &[CronTask], now: Timestamp, all_namespaces: bool) -> String {
+    let mut parts = Vec::new();
+    if !tasks.is_empty() {
+        parts.push(table(tasks, now, all_namespaces));
+    }
+    if !crons.is_empty() {
+        parts.push(cron::table(crons, all_namespaces, now));
+    }
+    parts.join("\n")
 }
 
 /// The table `get` prints (a NAMESPACE column first with `-A`).
@@ -197,6 +221,28 @@ mod tests {
                 .nth(1)
                 .is_some_and(|l| l.starts_with("team-1      a ")),
             "{out}"
+        );
+    }
+
+    #[test]
+    fn crontasks_follow_the_tasks_in_their_own_table() {
+        let now: Timestamp = "2026-01-01T00:00:00Z".parse().expect("now");
+        let cron: CronTask = serde_json::from_value(serde_json::json!({
+            "apiVersion": "longtask.dev/v1alpha1", "kind": "CronTask",
+            "metadata": {"name": "nightly", "namespace": "ns"},
+            "spec": {"schedule": "0 3 * * *", "taskTemplate": {"spec": {"command": ["true"]}}},
+            "status": {"nextScheduleTimes": ["2026-01-01T03:00:00Z"]}
+        }))
+        .expect("cron");
+        let only = tables(&[], std::slice::from_ref(&cron), now, false);
+        assert!(only.starts_with("NAME"), "{only}");
+        assert!(only.contains("2026-01-01T03:00:00Z (in 3h)"), "{only}");
+        let task = [task("run").phase(Phase::Running).build()];
+        let both = tables(&task, &[cron], now, false);
+        let (first, second) = both.split_once("\n\n").expect("a blank line between");
+        assert!(
+            first.contains("PHASE") && second.contains("SCHEDULE"),
+            "{both}"
         );
     }
 }

@@ -440,6 +440,16 @@ pub async fn cron_plugin_commands(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         Ok(out.stdout().contains("rare") && out.stdout().contains("T23:00:00Z"))
     })
     .await?;
+    // `get` shows it too, after the Tasks, by itself or by name.
+    for args in [&["get"][..], &["get", "rare"]] {
+        let out = plugin(args)?;
+        ensure!(
+            out.code == Some(0)
+                && out.stdout().contains("SCHEDULE")
+                && out.stdout().contains("T23:00:00Z"),
+            "{args:?}: {out}"
+        );
+    }
     let out = plugin(&["trigger", "rare"])?;
     ensure!(
         out.code == Some(0) && out.stdout().contains("task/rare-m"),
