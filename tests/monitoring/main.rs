@@ -129,6 +129,21 @@ async fn scenario(c: &Cluster, ns: &TestNs, p: &Prometheus) -> Result<()> {
         leader["data"]["result"][0]["value"][1] == "1",
         "sum(longtask_leader): {leader}"
     );
+    // The dashboard's memory panel and the leader-changes alert have data.
+    let rss = p
+        .api("/api/v1/query?query=count(process_resident_memory_bytes%7Bjob%3D%22longtask-operator%22%7D%20%3E%200)")
+        .await?;
+    ensure!(
+        rss["data"]["result"][0]["value"][1] == "2",
+        "RSS of both replicas: {rss}"
+    );
+    let transitions = p
+        .api("/api/v1/query?query=count(longtask_leader_transitions)")
+        .await?;
+    ensure!(
+        transitions["data"]["result"][0]["value"][1] == "1",
+        "longtask_leader_transitions from the leader only: {transitions}"
+    );
 
     // A Task that cannot start (1000 CPUs) fails after 5 s.
     let sample = std::fs::read_to_string(root().join("manifests/samples/start-timeout.yaml"))?;
