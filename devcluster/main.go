@@ -30,10 +30,14 @@ const usage = `usage:
   devcluster load --dir DIR ARCHIVE...    (container nodes: import docker-archive or OCI image tars)
   devcluster kueue --dir DIR [--timeout D]   (install and start Kueue on a running devcluster)
   devcluster down --dir DIR
-  devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node, kueue-manager)
+  devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node, coredns, kueue-manager)
+  devcluster node stop --dir DIR NODE     (container nodes: kill the node at once, as a crashed machine)
+  devcluster node start --dir DIR [--timeout D] NODE   (boot a stopped node again, empty; returns once Ready)
+  devcluster net cut --dir DIR [--seconds N] NODE | --pod NAMESPACE/NAME   (drop its packets; heal after N s)
+  devcluster net heal --dir DIR NODE | --pod NAMESPACE/NAME
   devcluster version
-(internal, started by up: etcd, apiserver, controller-manager, scheduler, node, cnode, kubelet, kube-proxy;
- by kueue: kueue-manager)`
+(internal, started by up: etcd, apiserver, controller-manager, scheduler, node, cnode, kubelet, kube-proxy,
+ coredns; by kueue: kueue-manager; by net cut: net-healer)`
 
 type multi []string
 
@@ -68,7 +72,19 @@ func main() {
 	case "etcd":
 		err = etcd.Main(args)
 	case "node":
-		err = node.Main(args)
+		// `node stop|start NODE` are fault verbs; the process-node agent,
+		// which `up` starts as `node --flag...`, takes flags only.
+		if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			err = nodeVerb(args)
+		} else {
+			err = node.Main(args)
+		}
+	case "net":
+		err = netVerb(args)
+	case cluster.CoreDNSProc:
+		err = cluster.CoreDNSMain(args)
+	case cluster.NetHealerProc:
+		err = cluster.NetHealerMain(args)
 	case "apiserver":
 		cmd := apiserver.NewAPIServerCommand()
 		cmd.SilenceUsage = true
@@ -222,5 +238,95 @@ func kueue(args []string) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "devcluster: Kueue %s ready in %.1fs (logs: %s/logs/%s.log)\n", version, time.Since(start).Seconds(), strings.TrimRight(o.Dir, "/"), cluster.KueueProc)
+	return nil
+}
+
+// parseAll parses flags wherever they stand among the positional arguments
+// (`node stop NODE --dir DIR` as well as `node stop --dir DIR NODE`) and
+// returns the positional ones.
+func parseAll(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func nodeVerb(args []string) error {
+	verb := args[0]
+	fs := flag.NewFlagSet("node "+verb, flag.ContinueOnError)
+	dir := fs.String("dir", "", "state directory (required)")
+	timeout := fs.Duration("timeout", 2*time.Minute, "start: how long to wait for the node to be Ready")
+	pos, err := parseAll(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if *dir == "" || len(pos) != 1 {
+		return fmt.Errorf("want --dir DIR and one node name\n%s", usage)
+	}
+	start := time.Now()
+	switch verb {
+	case "stop":
+		err = cluster.NodeStop(*dir, pos[0])
+	case "start":
+		err = cluster.NodeStart(*dir, pos[0], *timeout)
+	default:
+		return fmt.Errorf("node %q: want stop or start\n%s", verb, usage)
+	}
+	if err != nil {
+		return err
+	}
+	what := map[string]string{"stop": "stopped", "start": "Ready again"}[verb]
+	fmt.Fprintf(os.Stderr, "devcluster: node %s %s in %.1fs\n", pos[0], what, time.Since(start).Seconds())
+	return nil
+}
+
+func netVerb(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("want net cut or net heal\n%s", usage)
+	}
+	verb := args[0]
+	fs := flag.NewFlagSet("net "+verb, flag.ContinueOnError)
+	dir := fs.String("dir", "", "state directory (required)")
+	var t cluster.NetTarget
+	fs.StringVar(&t.Pod, "pod", "", "NAMESPACE/NAME: cut this pod instead of a node")
+	seconds := fs.Int("seconds", 0, "cut: heal after this many seconds (0: until `net heal`)")
+	pos, err := parseAll(fs, args[1:])
+	if err != nil {
+		return err
+	}
+	if *dir == "" || (len(pos) == 1) == (t.Pod != "") || len(pos) > 1 {
+		return fmt.Errorf("want --dir DIR and either one node name or --pod NAMESPACE/NAME\n%s", usage)
+	}
+	if len(pos) == 1 {
+		t.Node = pos[0]
+	}
+	switch verb {
+	case "cut":
+		if *seconds < 0 {
+			return fmt.Errorf("--seconds %d: want 0 or more", *seconds)
+		}
+		if err := cluster.NetCut(*dir, t, time.Duration(*seconds)*time.Second); err != nil {
+			return err
+		}
+		heal := "until `net heal`"
+		if *seconds > 0 {
+			heal = fmt.Sprintf("for %ds", *seconds)
+		}
+		fmt.Fprintf(os.Stderr, "devcluster: %s cut off %s\n", t, heal)
+	case "heal":
+		if err := cluster.NetHeal(*dir, t); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "devcluster: %s reconnected\n", t)
+	default:
+		return fmt.Errorf("net %q: want cut or heal\n%s", verb, usage)
+	}
 	return nil
 }

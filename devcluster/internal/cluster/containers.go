@@ -134,37 +134,48 @@ func issueContainerCerts(st *State, c *containerFlags) error {
 	return nil
 }
 
-// startContainerNodes starts each node's supervisor in new mount and
-// network namespaces, moves it into the node's cgroup, and then gives it
-// its eth0 (the supervisor waits for that before it runs anything).
+// startContainerNodes starts every node of the cluster.
 func startContainerNodes(st *State, rt string) ([]*running, error) {
 	if err := cnode.WritePauseArchive(filepath.Join(rt, "pause"), cnode.PauseArchive(st.Dir)); err != nil {
 		return nil, err
 	}
-	n := *st.Net
 	var started []*running
-	for i := range n.Nodes {
-		if err := cnode.MakeCgroup(n.CgroupRoot(i)); err != nil {
-			return started, err
+	for i := range st.Net.Nodes {
+		r, err := startContainerNode(st, rt, i)
+		if r != nil {
+			started = append(started, r)
 		}
-		args := []string{
-			"--dir=" + st.Dir, "--index=" + strconv.Itoa(i),
-			"--block=" + strconv.Itoa(n.Block), "--nodes=" + strconv.Itoa(n.Nodes),
-			"--runtime-bin=" + rt,
-		}
-		r, err := spawnIn(st, fmt.Sprintf("node-%d", i), "cnode", args, syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
 		if err != nil {
-			return started, err
-		}
-		started = append(started, r)
-		if err := cnode.JoinCgroup(n.CgroupRoot(i), r.proc.Pid); err != nil {
-			return started, err
-		}
-		if err := cnode.Attach(n, i, r.proc.Pid); err != nil {
 			return started, err
 		}
 	}
 	return started, nil
+}
+
+// startContainerNode starts node i's supervisor in new mount and network
+// namespaces, moves it into the node's cgroup, and then gives it its eth0
+// (the supervisor waits for that before it runs anything).
+func startContainerNode(st *State, rt string, i int) (*running, error) {
+	n := *st.Net
+	if err := cnode.MakeCgroup(n.CgroupRoot(i)); err != nil {
+		return nil, err
+	}
+	args := []string{
+		"--dir=" + st.Dir, "--index=" + strconv.Itoa(i),
+		"--block=" + strconv.Itoa(n.Block), "--nodes=" + strconv.Itoa(n.Nodes),
+		"--runtime-bin=" + rt,
+	}
+	r, err := spawnIn(st, nodeProc(i), "cnode", args, syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
+	if err != nil {
+		return nil, err
+	}
+	if err := cnode.JoinCgroup(n.CgroupRoot(i), r.proc.Pid); err != nil {
+		return r, err
+	}
+	if err := cnode.Attach(n, i, r.proc.Pid); err != nil {
+		return r, err
+	}
+	return r, nil
 }
 
 // tearDownContainers kills whatever is left in the cluster's cgroups (pod

@@ -152,11 +152,26 @@ func start(st *State, o Options) error {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if cf != nil {
+		cs, err := adminClient(dir)
+		if err != nil {
+			return err
+		}
+		caPEM, err := os.ReadFile(f.CA)
+		if err != nil {
+			return err
+		}
+		dns, dnsReady, err := startDNS(ctx, st, cs, caPEM)
+		if err != nil {
+			return fmt.Errorf("cluster DNS: %w", err)
+		}
 		nodes, err := startContainerNodes(st, rt)
 		if err != nil {
 			return err
 		}
-		return waitReady(ctx, kubeconfig, o.Nodes, append([]*running{etcd, api, cm, sched}, nodes...))
+		if err := waitReady(ctx, kubeconfig, o.Nodes, append([]*running{etcd, api, cm, sched, dns}, nodes...)); err != nil {
+			return err
+		}
+		return waitDNSReady(deadline, dns, dnsReady)
 	}
 	nodeArgs := []string{
 		"--kubeconfig=" + kubeconfig,

@@ -69,12 +69,24 @@ func cniConfig(n Net, i int) ([]byte, error) {
 	return json.MarshalIndent(conf, "", "  ")
 }
 
+// NodeLeaseSeconds is the kubelet's nodeLeaseDurationSeconds (default 40):
+// it renews its Lease every quarter of that, 5 s, and the controller-manager
+// takes a node for dead after 25 s without a renewal (cluster's
+// nodeMonitorGracePeriod).
+const NodeLeaseSeconds = 20
+
+// ClusterDNS is the kube-dns Service's address, the pods' nameserver: the
+// tenth of the Service range, as kubeadm picks it.
+const ClusterDNS = "10.0.0.10"
+
 // kubeletConfig is the kubelet's configuration for node i. What differs
 // from a kubeadm node, and why: cgroup v1 with the cgroupfs driver (this
 // machine has no systemd and no cgroup v2 controllers), a cgroup root of the
-// node's own, no swap check, no resolv.conf for pods (no cluster DNS here),
-// oomScoreAdj 0 (see containerdConfig), and image garbage collection only
-// when the disk is full (nothing can pull a collected image back here).
+// node's own, no swap check, no host resolv.conf for pods (nothing outside
+// the cluster resolves here; cluster DNS does), oomScoreAdj 0 (see
+// containerdConfig), image garbage collection only when the disk is full
+// (nothing can pull a collected image back here), and a 20 s node lease
+// (NodeLeaseSeconds).
 func kubeletConfig(l Layout, n Net, ca string) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -103,6 +115,9 @@ resolvConf: ""
 oomScoreAdj: 0
 volumePluginDir: %s
 clusterDomain: cluster.local
+clusterDNS:
+- %s
+nodeLeaseDurationSeconds: %d
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -112,7 +127,7 @@ evictionHard:
   imagefs.available: 1%%
   nodefs.inodesFree: 1%%
 `, n.NodeIP(l.Index), l.PKI("serving.crt"), l.PKI("serving.key"), ca,
-		n.CgroupRoot(l.Index), l.VolumePluginDir())
+		n.CgroupRoot(l.Index), l.VolumePluginDir(), ClusterDNS, NodeLeaseSeconds)
 }
 
 // proxyConfig is kube-proxy's configuration: iptables mode inside the

@@ -17,13 +17,20 @@ import (
 // program: one layer holding /pause, run as 65535, written as an OCI
 // archive that `ctr images import` names PauseImage. No registry is needed.
 func WritePauseArchive(program, archive string) error {
+	return WriteProgramImage(program, archive, PauseImage, "pause")
+}
+
+// WriteProgramImage writes an OCI archive of image name (a full reference,
+// as `load` prints them) whose one layer holds the static program as /ENTRY,
+// its entrypoint, run as 65535.
+func WriteProgramImage(program, archive, name, entry string) error {
 	bin, err := os.ReadFile(program)
 	if err != nil {
-		return fmt.Errorf("pause program: %w", err)
+		return fmt.Errorf("program: %w", err)
 	}
 	var layer bytes.Buffer
 	lt := tar.NewWriter(&layer)
-	if err := lt.WriteHeader(&tar.Header{Name: "pause", Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
+	if err := lt.WriteHeader(&tar.Header{Name: entry, Mode: 0o755, Size: int64(len(bin)), Typeflag: tar.TypeReg}); err != nil {
 		return err
 	}
 	if _, err := lt.Write(bin); err != nil {
@@ -43,7 +50,7 @@ func WritePauseArchive(program, archive string) error {
 	config, err := json.Marshal(map[string]any{
 		"architecture": runtime.GOARCH,
 		"os":           "linux",
-		"config":       map[string]any{"Entrypoint": []string{"/pause"}, "User": "65535:65535"},
+		"config":       map[string]any{"Entrypoint": []string{"/" + entry}, "User": "65535:65535"},
 		"rootfs":       map[string]any{"type": "layers", "diff_ids": []string{layerDigest}},
 	})
 	if err != nil {
@@ -68,8 +75,8 @@ func WritePauseArchive(program, archive string) error {
 			"digest":    manifestDigest, "size": manifestSize,
 			"platform": map[string]string{"architecture": runtime.GOARCH, "os": "linux"},
 			"annotations": map[string]string{
-				"io.containerd.image.name":          PauseImage,
-				"org.opencontainers.image.ref.name": PauseImage[strings.LastIndexByte(PauseImage, ':')+1:],
+				"io.containerd.image.name":          name,
+				"org.opencontainers.image.ref.name": name[strings.LastIndexByte(name, ':')+1:],
 			},
 		}},
 	})
