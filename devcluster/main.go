@@ -32,7 +32,8 @@ const usage = `usage:
   devcluster down --dir DIR
   devcluster restart --dir DIR [--kill] COMPONENT   (etcd, apiserver, controller-manager, scheduler, node, coredns, kueue-manager)
   devcluster node stop --dir DIR NODE     (container nodes: kill the node at once, as a crashed machine)
-  devcluster node start --dir DIR [--timeout D] NODE   (boot a stopped node again, empty; returns once Ready)
+  devcluster node start --dir DIR [--timeout D] [--system-reserved-memory Q] [--eviction-hard SIGNAL=Q]... NODE
+                                          (boot a stopped node again, empty; returns once Ready)
   devcluster net cut --dir DIR [--seconds N] NODE | --pod NAMESPACE/NAME   (drop its packets; heal after N s)
   devcluster net heal --dir DIR NODE | --pod NAMESPACE/NAME
   devcluster version
@@ -263,6 +264,9 @@ func nodeVerb(args []string) error {
 	fs := flag.NewFlagSet("node "+verb, flag.ContinueOnError)
 	dir := fs.String("dir", "", "state directory (required)")
 	timeout := fs.Duration("timeout", 2*time.Minute, "start: how long to wait for the node to be Ready")
+	var tune cnode.Tuning
+	fs.StringVar(&tune.SystemReservedMemory, "system-reserved-memory", "", "start: the kubelet's systemReserved memory, for this boot (shrinks allocatable)")
+	fs.Func("eviction-hard", "start: SIGNAL=QUANTITY, a kubelet hard eviction threshold for this boot (repeatable)", tune.SetEvictionHard)
 	pos, err := parseAll(fs, args[1:])
 	if err != nil {
 		return err
@@ -270,12 +274,15 @@ func nodeVerb(args []string) error {
 	if *dir == "" || len(pos) != 1 {
 		return fmt.Errorf("want --dir DIR and one node name\n%s", usage)
 	}
+	if verb == "stop" && (tune.SystemReservedMemory != "" || tune.EvictionHard != nil) {
+		return fmt.Errorf("--system-reserved-memory and --eviction-hard are for node start")
+	}
 	start := time.Now()
 	switch verb {
 	case "stop":
 		err = cluster.NodeStop(*dir, pos[0])
 	case "start":
-		err = cluster.NodeStart(*dir, pos[0], *timeout)
+		err = cluster.NodeStart(*dir, pos[0], tune, *timeout)
 	default:
 		return fmt.Errorf("node %q: want stop or start\n%s", verb, usage)
 	}

@@ -141,7 +141,7 @@ func startContainerNodes(st *State, rt string) ([]*running, error) {
 	}
 	var started []*running
 	for i := range st.Net.Nodes {
-		r, err := startContainerNode(st, rt, i)
+		r, err := startContainerNode(st, rt, i, cnode.Tuning{})
 		if r != nil {
 			started = append(started, r)
 		}
@@ -155,7 +155,7 @@ func startContainerNodes(st *State, rt string) ([]*running, error) {
 // startContainerNode starts node i's supervisor in new mount and network
 // namespaces, moves it into the node's cgroup, and then gives it its eth0
 // (the supervisor waits for that before it runs anything).
-func startContainerNode(st *State, rt string, i int) (*running, error) {
+func startContainerNode(st *State, rt string, i int, tune cnode.Tuning) (*running, error) {
 	n := *st.Net
 	if err := cnode.MakeCgroup(n.CgroupRoot(i)); err != nil {
 		return nil, err
@@ -165,6 +165,7 @@ func startContainerNode(st *State, rt string, i int) (*running, error) {
 		"--block=" + strconv.Itoa(n.Block), "--nodes=" + strconv.Itoa(n.Nodes),
 		"--runtime-bin=" + rt,
 	}
+	args = append(args, tune.Flags()...)
 	r, err := spawnIn(st, nodeProc(i), "cnode", args, syscall.CLONE_NEWNS|syscall.CLONE_NEWNET)
 	if err != nil {
 		return nil, err

@@ -71,9 +71,10 @@ func NodeStop(dir, name string) error {
 
 // NodeStart boots a stopped container node again: its namespaces and
 // network anew, /run empty, its disk (images, the kubelet's directory) kept,
-// no container running. It returns once the node's new kubelet reports the
-// Node Ready, or after timeout.
-func NodeStart(dir, name string, timeout time.Duration) error {
+// no container running, its kubelet configured with tune for this boot. It
+// returns once the node's new kubelet reports the Node Ready, or after
+// timeout.
+func NodeStart(dir, name string, tune cnode.Tuning, timeout time.Duration) error {
 	st, err := containerCluster(dir)
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ func NodeStart(dir, name string, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	booted := time.Now()
-	r, err := startContainerNode(st, rt, i)
+	r, err := startContainerNode(st, rt, i, tune)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,10 @@ package cnode
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
+	"strings"
 )
 
 // containerdConfig is containerd's configuration for node l: its own root,
@@ -87,7 +90,7 @@ const ClusterDNS = "10.0.0.10"
 // containerdConfig), image garbage collection only when the disk is full
 // (nothing can pull a collected image back here), and a 20 s node lease
 // (NodeLeaseSeconds).
-func kubeletConfig(l Layout, n Net, ca string) string {
+func kubeletConfig(l Layout, n Net, ca string, tune Tuning) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -121,13 +124,8 @@ nodeLeaseDurationSeconds: %d
 serializeImagePulls: false
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
-evictionHard:
-  memory.available: 100Mi
-  nodefs.available: 1%%
-  imagefs.available: 1%%
-  nodefs.inodesFree: 1%%
-`, n.NodeIP(l.Index), l.PKI("serving.crt"), l.PKI("serving.key"), ca,
-		n.CgroupRoot(l.Index), l.VolumePluginDir(), ClusterDNS, NodeLeaseSeconds)
+%s`, n.NodeIP(l.Index), l.PKI("serving.crt"), l.PKI("serving.key"), ca,
+		n.CgroupRoot(l.Index), l.VolumePluginDir(), ClusterDNS, NodeLeaseSeconds, tune.yaml())
 }
 
 // proxyConfig is kube-proxy's configuration: iptables mode inside the
@@ -155,3 +153,62 @@ conntrack:
 const CNIBin = "/usr/lib/cni"
 
 func cniConfPath(l Layout) string { return filepath.Join(l.CNIConfDir(), "10-devcluster.conflist") }
+
+// Tuning is what `node start` may change in a node's kubelet configuration
+// for one boot, to bring on the kubelet's own eviction: SystemReserved
+// memory (a quantity; the node's allocatable memory, and the limit of its
+// pods' cgroup, shrink by it) and hard eviction thresholds (signal to
+// quantity or percentage), which replace the defaults signal by signal.
+type Tuning struct {
+	SystemReservedMemory string
+	EvictionHard         map[string]string
+}
+
+// defaultEvictionHard are the kubelet's hard eviction thresholds here:
+// Kubernetes' defaults for memory, and for the disk only at 1% (the disk
+// is the machine's, shared by every node and more than this cluster).
+var defaultEvictionHard = map[string]string{
+	"memory.available":  "100Mi",
+	"nodefs.available":  "1%",
+	"imagefs.available": "1%",
+	"nodefs.inodesFree": "1%",
+}
+
+func (t Tuning) yaml() string {
+	hard := maps.Clone(defaultEvictionHard)
+	maps.Copy(hard, t.EvictionHard)
+	var b strings.Builder
+	b.WriteString("evictionHard:\n")
+	for _, k := range slices.Sorted(maps.Keys(hard)) {
+		fmt.Fprintf(&b, "  %s: %q\n", k, hard[k])
+	}
+	if t.SystemReservedMemory != "" {
+		fmt.Fprintf(&b, "systemReserved:\n  memory: %q\n", t.SystemReservedMemory)
+	}
+	return b.String()
+}
+
+// Flags are the cnode flags that carry t.
+func (t Tuning) Flags() []string {
+	var out []string
+	if t.SystemReservedMemory != "" {
+		out = append(out, "--system-reserved-memory="+t.SystemReservedMemory)
+	}
+	for _, k := range slices.Sorted(maps.Keys(t.EvictionHard)) {
+		out = append(out, "--eviction-hard="+k+"="+t.EvictionHard[k])
+	}
+	return out
+}
+
+// SetEvictionHard adds one SIGNAL=QUANTITY threshold (a flag's value).
+func (t *Tuning) SetEvictionHard(v string) error {
+	k, q, ok := strings.Cut(v, "=")
+	if !ok || k == "" || q == "" {
+		return fmt.Errorf("eviction threshold %q: want SIGNAL=QUANTITY, as memory.available=500Mi", v)
+	}
+	if t.EvictionHard == nil {
+		t.EvictionHard = map[string]string{}
+	}
+	t.EvictionHard[k] = q
+	return nil
+}

@@ -3,6 +3,7 @@ package cnode
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,8 +70,8 @@ func TestPauseArchiveNamesItself(t *testing.T) {
 func TestConfigsNameTheNodesOwnPaths(t *testing.T) {
 	n := Net{Block: 120, Nodes: 2}
 	l := LayoutOf("/d", 1)
-	kc := kubeletConfig(l, n, "/d/pki/ca.crt")
-	for _, want := range []string{"address: 10.120.0.11", "cgroupRoot: /devcluster-120/node-1", "/d/pki/node-1-serving.crt", "oomScoreAdj: 0"} {
+	kc := kubeletConfig(l, n, "/d/pki/ca.crt", Tuning{})
+	for _, want := range []string{"address: 10.120.0.11", "cgroupRoot: /devcluster-120/node-1", "/d/pki/node-1-serving.crt", "oomScoreAdj: 0", `memory.available: "100Mi"`} {
 		if !strings.Contains(kc, want) {
 			t.Errorf("kubelet config lacks %q:\n%s", want, kc)
 		}
@@ -84,5 +85,28 @@ func TestConfigsNameTheNodesOwnPaths(t *testing.T) {
 	cni, err := cniConfig(n, 1)
 	if err != nil || !strings.Contains(string(cni), "10.120.2.0/24") {
 		t.Errorf("cni config %s (%v) lacks node 1's subnet", cni, err)
+	}
+}
+
+func TestTuningReplacesThresholdsOneByOne(t *testing.T) {
+	var tune Tuning
+	if err := tune.SetEvictionHard("memory.available=300Mi"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tune.SetEvictionHard("memory.available"); err == nil {
+		t.Error("a threshold without a quantity was accepted")
+	}
+	tune.SystemReservedMemory = "20Gi"
+	kc := kubeletConfig(LayoutOf("/d", 0), Net{Block: 120, Nodes: 1}, "/d/pki/ca.crt", tune)
+	for _, want := range []string{`memory.available: "300Mi"`, `nodefs.available: "1%"`, "systemReserved:\n  memory: \"20Gi\""} {
+		if !strings.Contains(kc, want) {
+			t.Errorf("kubelet config lacks %q:\n%s", want, kc)
+		}
+	}
+	if strings.Contains(kc, "100Mi") {
+		t.Errorf("the default memory threshold is still there:\n%s", kc)
+	}
+	if got := tune.Flags(); !slices.Equal(got, []string{"--system-reserved-memory=20Gi", "--eviction-hard=memory.available=300Mi"}) {
+		t.Errorf("flags %v", got)
 	}
 }

@@ -34,6 +34,9 @@ func Main(args []string) error {
 	fs.IntVar(&n.Nodes, "nodes", 1, "number of nodes in the cluster")
 	rt := fs.String("runtime-bin", "", "directory of containerd, its shim and ctr")
 	runc := fs.String("runc", "/usr/sbin/runc", "the OCI runtime")
+	var tune Tuning
+	fs.StringVar(&tune.SystemReservedMemory, "system-reserved-memory", "", "the kubelet's systemReserved memory")
+	fs.Func("eviction-hard", "SIGNAL=QUANTITY: a hard eviction threshold of the kubelet (repeatable)", tune.SetEvictionHard)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +57,7 @@ func Main(args []string) error {
 	if err := network(n, *index); err != nil {
 		return err
 	}
-	if err := writeConfigs(l, n, *runc); err != nil {
+	if err := writeConfigs(l, n, *runc, tune); err != nil {
 		return err
 	}
 	s := &supervisor{layout: l, net: n, exited: make(chan string, 3), managed: map[int]bool{}}
@@ -168,7 +171,7 @@ func network(n Net, i int) error {
 	return nil
 }
 
-func writeConfigs(l Layout, n Net, runc string) error {
+func writeConfigs(l Layout, n Net, runc string, tune Tuning) error {
 	cni, err := cniConfig(n, l.Index)
 	if err != nil {
 		return err
@@ -177,7 +180,7 @@ func writeConfigs(l Layout, n Net, runc string) error {
 	for path, body := range map[string][]byte{
 		l.ContainerdConfig(): []byte(containerdConfig(l, runc, CNIBin)),
 		cniConfPath(l):       cni,
-		l.KubeletConfig():    []byte(kubeletConfig(l, n, ca)),
+		l.KubeletConfig():    []byte(kubeletConfig(l, n, ca, tune)),
 		l.ProxyConfig():      []byte(proxyConfig(l, n)),
 	} {
 		if err := os.WriteFile(path, body, 0o600); err != nil {

@@ -5,6 +5,8 @@
 //	probe resolve NAME   print NAME's addresses, as the pod's resolver finds them
 //	probe dial ADDR      every 500 ms, connect to ADDR (host:port) and print
 //	                     "up" or "down" whenever that changes
+//	probe fill FAST MAX  take FAST MiB of memory at once, then 10 MiB/s up to
+//	                     MAX MiB, and hold it
 package main
 
 import (
@@ -55,6 +57,30 @@ func main() {
 			}
 			time.Sleep(500 * time.Millisecond)
 		}
+	case "fill":
+		var fast, max int
+		if len(os.Args) != 4 {
+			fail("usage: probe fill FAST MAX")
+		}
+		if _, err := fmt.Sscan(os.Args[2]+" "+os.Args[3], &fast, &max); err != nil {
+			fail(err.Error())
+		}
+		var held [][]byte
+		for mib := 1; mib <= max; mib++ {
+			b := make([]byte, 1<<20)
+			for i := 0; i < len(b); i += 4096 {
+				b[i] = 1 // touched, so it counts in the working set
+			}
+			held = append(held, b)
+			if mib%10 == 0 {
+				fmt.Println(mib, "MiB")
+			}
+			if mib > fast {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+		fmt.Println("holding", len(held), "MiB")
+		select {}
 	default:
 		fail("unknown command " + os.Args[1])
 	}
