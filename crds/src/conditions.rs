@@ -94,6 +94,12 @@ pub enum Reason {
     /// Security level, a ResourceQuota, an admission policy); the message
     /// is the Job controller's.
     PodRefused,
+    /// The node running the Task's pod stopped reporting: what the program
+    /// does now is unknown. The Task waits, and no second copy starts,
+    /// until the node returns or is removed (deleted, or tainted
+    /// `node.kubernetes.io/out-of-service`); then the pod is collected and
+    /// runs again on another node without using a retry.
+    NodeUnreachable,
     /// A Job with the Task's name exists but belongs to another Task.
     JobOwnedByOther,
     /// The Task's Job disappeared or was replaced by a Job it did not create.
@@ -145,6 +151,7 @@ pub mod reasons {
     pub const IMAGE_PULL_FAILED: &str = Reason::ImagePullFailed.as_str();
     pub const CREATE_CONTAINER_CONFIG_ERROR: &str = Reason::CreateContainerConfigError.as_str();
     pub const POD_REFUSED: &str = Reason::PodRefused.as_str();
+    pub const NODE_UNREACHABLE: &str = Reason::NodeUnreachable.as_str();
     pub const JOB_OWNED_BY_OTHER: &str = Reason::JobOwnedByOther.as_str();
     pub const JOB_LOST: &str = Reason::JobLost.as_str();
     pub const QUEUE_FULL: &str = Reason::QueueFull.as_str();

@@ -251,7 +251,11 @@ fn key_of(p: &Pod) -> ObjectRef<Pod> {
 /// addresses, resources or volume mounts); not its spec.
 pub fn slim_pod(p: &mut Pod) {
     p.metadata.managed_fields = None;
-    p.spec = None;
+    // Only the node's name is read (a pod whose node went silent).
+    p.spec = p.spec.take().map(|s| k8s_openapi::api::core::v1::PodSpec {
+        node_name: s.node_name,
+        ..Default::default()
+    });
     if let Some(st) = p.status.as_mut() {
         st.host_ips = None;
         st.pod_ips = None;
@@ -388,12 +392,17 @@ mod tests {
                 .exited(143)
                 .disrupted("EvictionByEvictionAPI", 5)
                 .build(),
+            PodFixture::new("p").on_silent_node("n1", 5).build(),
         ] {
             let mut slim = pod.clone();
             slim_pod(&mut slim);
             assert_eq!(pod_key(&slim), pod_key(&pod));
             assert_eq!(observe::exit_code(&slim), observe::exit_code(&pod));
             assert_eq!(observe::waiting(&slim), observe::waiting(&pod));
+            assert_eq!(
+                observe::node_unreachable(&slim),
+                observe::node_unreachable(&pod)
+            );
             assert_eq!(
                 slim.metadata.owner_references,
                 pod.metadata.owner_references

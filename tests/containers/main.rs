@@ -11,6 +11,7 @@
 
 mod cases;
 mod image;
+mod nodes;
 
 use longtask_e2e::case;
 use longtask_e2e::runner::{self, Case, Install, Runtime, Shape};
@@ -60,6 +61,11 @@ static ALL: &[Case] = &[
         operator_pod_deleted_mid_run,
         true,
         cases::operator_pod_deleted_mid_run
+    ),
+    case!(
+        node_dies_under_a_running_task,
+        true,
+        nodes::node_dies_under_a_running_task
     ),
 ];
 

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, bail, ensure};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::{Client, Config, config::KubeConfigOptions, config::Kubeconfig};
@@ -232,6 +232,28 @@ impl Cluster {
     /// the namespace made first (restricted, as manifests/namespace.yaml
     /// makes it), then `helm install` with the default values; waits until
     /// the release is ready (Helm's watcher) and the operator rolled out.
+    /// `devcluster ARGS... --dir DIR` on this cluster (a fault verb such
+    /// as `node stop NODE`); its output, or an error with it.
+    pub fn devcluster(&self, args: &[&str]) -> Result<String> {
+        let out = Command::new(devcluster())
+            .args(args)
+            .arg("--dir")
+            .arg(&self.dir)
+            .output()
+            .with_context(|| format!("run devcluster {args:?}"))?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ensure!(
+            out.status.success(),
+            "devcluster {args:?}: {}: {text}",
+            out.status
+        );
+        Ok(text)
+    }
+
     pub fn install_chart(&self) -> Result<()> {
         self.kubectl.run(&["create", "namespace", SYSTEM_NS])?;
         self.kubectl.run(&[

@@ -42,8 +42,9 @@ pub fn pod_key(pod: &Pod) -> Option<u64> {
     // A disruption is counted from the pod while it still exists: wake
     // the Task as soon as the condition is set.
     let disrupted = crate::status::disruptions::condition(pod).is_some();
-    let quiet = waiting.is_none() && !done && exit.is_none() && !disrupted;
-    (!quiet).then(|| hash(&(waiting, done, exit, disrupted)))
+    let lost = observe::node_unreachable(pod).is_some();
+    let quiet = waiting.is_none() && !done && exit.is_none() && !disrupted && !lost;
+    (!quiet).then(|| hash(&(waiting, done, exit, disrupted, lost)))
 }
 
 fn hash<T: Hash>(t: &T) -> u64 {

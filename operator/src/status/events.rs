@@ -111,7 +111,8 @@ fn running(prev: &TaskStatus, next: &TaskStatus, msg: &str) -> Vec<Note> {
         r @ (Reason::Unschedulable
         | Reason::ImagePullFailed
         | Reason::CreateContainerConfigError
-        | Reason::PodRefused),
+        | Reason::PodRefused
+        | Reason::NodeUnreachable),
     ) = next.known_reason()
         && prev.reason != next.reason
     {

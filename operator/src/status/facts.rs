@@ -324,6 +324,12 @@ fn unfinished(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>, bas
         }
         wake_in = u64::try_from(left).ok().map(std::time::Duration::from_secs);
     }
+    // A started pod whose node went silent: said, and never timed out as
+    // a start (the program did start).
+    let waiting = waiting.or_else(|| {
+        let lost = observe::newest(obs.pods).and_then(observe::node_unreachable)?;
+        Some((Reason::NodeUnreachable, lost))
+    });
     Facts {
         phase: Some(Phase::Running),
         reason: waiting.as_ref().map(|w| w.0),

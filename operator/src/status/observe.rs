@@ -517,6 +517,41 @@ pub fn last_exit_code(pods: &[Pod]) -> Option<i32> {
     done.last().and_then(|p| exit_code(p))
 }
 
+/// When the pod's node stopped reporting, what to tell: the node
+/// lifecycle controller set the started pod's Ready condition False
+/// without a reason (the kubelet always gives one: ContainersNotReady,
+/// PodCompleted), so the pod's state is only the last the node reported.
+pub fn node_unreachable(pod: &Pod) -> Option<String> {
+    let status = pod.status.as_ref()?;
+    if status.phase.as_deref() != Some("Running") {
+        return None;
+    }
+    let ready = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Ready")?;
+    let silent = ready.status == "False" && ready.reason.as_deref().unwrap_or_default().is_empty();
+    if !silent {
+        return None;
+    }
+    let node = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .unwrap_or("?");
+    let since = ready
+        .last_transition_time
+        .as_ref()
+        .map_or(String::new(), |t| format!(" since {}", t.0));
+    Some(format!(
+        "node {node} of pod {} stopped reporting{since}: the program may still run there; \
+         it runs again elsewhere, without using a retry, once the node is deleted or tainted \
+         node.kubernetes.io/out-of-service (never two copies at once)",
+        pod.metadata.name.as_deref().unwrap_or_default()
+    ))
+}
+
 /// Why the pod cannot start, if it cannot: (reason, message).
 pub fn waiting(pod: &Pod) -> Option<(Reason, String)> {
     let status = pod.status.as_ref()?;
@@ -569,6 +604,31 @@ mod tests {
         let forged = ResultFixture::new("x").of_task("other").build();
         let forged = foreign(&forged, "tu", "j1").unwrap_or_default();
         assert!(forged.contains("UID"), "{forged}");
+    }
+
+    #[test]
+    fn only_a_silent_node_makes_a_pod_unreachable() {
+        use crate::fixtures::PodFixture;
+        let silent = PodFixture::new("p").on_silent_node("n1", 5).build();
+        let said = node_unreachable(&silent).unwrap_or_default();
+        assert!(
+            said.starts_with("node n1 of pod p stopped reporting since"),
+            "{said}"
+        );
+        // The kubelet's own not-ready (a reason given) is no node loss.
+        let mut kubelet = silent.clone();
+        let conds = kubelet.status.as_mut().and_then(|s| s.conditions.as_mut());
+        for c in conds.into_iter().flatten() {
+            c.reason = Some("ContainersNotReady".into());
+        }
+        assert_eq!(node_unreachable(&kubelet), None);
+        // Nor is a pod that ended, or one that never started.
+        assert_eq!(node_unreachable(&PodFixture::new("p").build()), None);
+        let ended = PodFixture::new("p")
+            .on_silent_node("n1", 5)
+            .exited(1)
+            .build();
+        assert_eq!(node_unreachable(&ended), None);
     }
 
     #[test]

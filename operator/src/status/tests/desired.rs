@@ -297,3 +297,38 @@ fn a_job_whose_pods_are_refused_waits_with_the_refusal() {
     };
     assert_eq!(desired(&t, &o).status.reason, None);
 }
+
+#[test]
+fn a_silent_node_is_told_and_never_times_out_as_a_start() {
+    let j = JobFixture::ours().created_at(100).build();
+    let pods = [PodFixture::new("p1").on_silent_node("node-2", 450).build()];
+    // Past its start timeout: the program started, so it is not failed.
+    let t = Task::test().start_timeout(10).running();
+    let d = desired(&t, &obs(Some(&j), None, &pods));
+    let s = &d.status;
+    assert_eq!(
+        (s.phase, s.reason.as_deref()),
+        (Some(Phase::Running), Some(reasons::NODE_UNREACHABLE))
+    );
+    let w = cond(s, types::WAITING).unwrap();
+    assert_eq!(
+        (w.status.as_str(), w.reason.as_str()),
+        ("True", reasons::NODE_UNREACHABLE)
+    );
+    assert!(
+        w.message
+            .contains("node node-2 of pod p1 stopped reporting")
+            && w.message.contains("out-of-service"),
+        "{}",
+        w.message
+    );
+    // The node is back (Ready again): the Task no longer waits.
+    let back = [PodFixture::new("p1").build()];
+    let t2 = Task::test().status(d.status.clone());
+    let d2 = desired(&t2, &obs(Some(&j), None, &back));
+    let w = cond(&d2.status, types::WAITING).unwrap();
+    assert_eq!(
+        (w.status.as_str(), d2.status.reason.as_deref()),
+        ("False", None)
+    );
+}
