@@ -15,12 +15,7 @@ use serde_json::{Value, json};
 
 use compare::{Objects, diff};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use longtask_e2e::root;
 
 fn helm_bin() -> PathBuf {
     let helm = root().join("tools/helm/bin/helm");

@@ -297,16 +297,7 @@ pub async fn uninstall_keeps_crds_and_tasks(c: Arc<Cluster>, ns: TestNs) -> Resu
     // Installed again under the same name, the release takes the kept
     // CRDs back (their Helm annotations name it) and the operator runs
     // Tasks again; the kept Task is untouched.
-    let chart = longtask_e2e::root().join("charts/longtask");
-    c.helm(&[
-        "install",
-        HELM_RELEASE,
-        chart.to_str().unwrap(),
-        "--namespace",
-        SYSTEM_NS,
-        "--wait=watcher",
-        "--timeout=3m",
-    ])?;
+    c.helm_install()?;
     c.wait_operator("120s")?;
     ns.apply(&sh_task(
         "again",

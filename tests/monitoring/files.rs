@@ -13,12 +13,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
+use longtask_e2e::root;
 
 fn tool(rel: &str, build: &str) -> PathBuf {
     let p = root().join(rel);

@@ -262,6 +262,14 @@ impl Cluster {
             SYSTEM_NS,
             "pod-security.kubernetes.io/enforce=restricted",
         ])?;
+        self.helm_install()?;
+        self.wait_crd_established()?;
+        self.wait_operator("120s")
+    }
+
+    /// `helm install` of charts/longtask as release [`HELM_RELEASE`] in
+    /// `longtask-system`, waiting for its objects (up to 3 minutes).
+    pub fn helm_install(&self) -> Result<String> {
         let chart = root().join("charts/longtask");
         self.helm(&[
             "install",
@@ -271,9 +279,7 @@ impl Cluster {
             SYSTEM_NS,
             "--wait=watcher",
             "--timeout=3m",
-        ])?;
-        self.wait_crd_established()?;
-        self.wait_operator("120s")
+        ])
     }
 
     /// `helm ARGS...` (tools/helm/bin/helm) against this cluster:
