@@ -205,15 +205,9 @@ func Load(dir string, archives []string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := loadState(dir)
+	st, err := containerCluster(dir, "runs pods as processes (--image REF=PATH maps images there); load needs `up --runtime containerd`")
 	if err != nil {
 		return nil, err
-	}
-	if st == nil {
-		return nil, fmt.Errorf("no devcluster in %s", dir)
-	}
-	if st.Runtime != RuntimeContainerd || st.Net == nil {
-		return nil, fmt.Errorf("the devcluster in %s runs pods as processes (--image REF=PATH maps images there); load needs `up --runtime containerd`", dir)
 	}
 	rt, err := runtimeDir()
 	if err != nil {

@@ -18,8 +18,13 @@ import (
 	"longtask.dev/devcluster/internal/cnode"
 )
 
-// containerCluster loads the state of the container cluster in dir.
-func containerCluster(dir string) (*State, error) {
+// needContainers is what a node fault says to a cluster of process nodes.
+const needContainers = "has process nodes; node faults need container nodes (`up --runtime containerd`)"
+
+// containerCluster loads the state of the container cluster in dir; a
+// cluster of process nodes is refused with "the devcluster in DIR " and
+// refusal.
+func containerCluster(dir, refusal string) (*State, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -32,7 +37,7 @@ func containerCluster(dir string) (*State, error) {
 		return nil, fmt.Errorf("no devcluster in %s", dir)
 	}
 	if st.Runtime != RuntimeContainerd || st.Net == nil {
-		return nil, fmt.Errorf("the devcluster in %s has process nodes; node faults need container nodes (`up --runtime containerd`)", dir)
+		return nil, fmt.Errorf("the devcluster in %s %s", dir, refusal)
 	}
 	return st, nil
 }
@@ -55,7 +60,7 @@ func nodeProc(i int) string { return fmt.Sprintf("node-%d", i) }
 // Node object stays; the node-lifecycle controller marks it NotReady once
 // its lease runs out.
 func NodeStop(dir, name string) error {
-	st, err := containerCluster(dir)
+	st, err := containerCluster(dir, needContainers)
 	if err != nil {
 		return err
 	}
@@ -75,7 +80,7 @@ func NodeStop(dir, name string) error {
 // returns once the node's new kubelet reports the Node Ready, or after
 // timeout.
 func NodeStart(dir, name string, tune cnode.Tuning, timeout time.Duration) error {
-	st, err := containerCluster(dir)
+	st, err := containerCluster(dir, needContainers)
 	if err != nil {
 		return err
 	}
@@ -233,7 +238,7 @@ func (r resolved) set(st *State, up bool) error {
 // in a partition. With heal > 0 a detached helper, stopped by `down`, heals
 // the cut after that long; otherwise NetHeal does.
 func NetCut(dir string, t NetTarget, heal time.Duration) error {
-	st, err := containerCluster(dir)
+	st, err := containerCluster(dir, needContainers)
 	if err != nil {
 		return err
 	}
@@ -262,7 +267,7 @@ func NetCut(dir string, t NetTarget, heal time.Duration) error {
 
 // NetHeal undoes NetCut at once.
 func NetHeal(dir string, t NetTarget) error {
-	st, err := containerCluster(dir)
+	st, err := containerCluster(dir, needContainers)
 	if err != nil {
 		return err
 	}
@@ -291,7 +296,7 @@ func NetHealerMain(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	st, err := containerCluster(*dir)
+	st, err := containerCluster(*dir, needContainers)
 	if err != nil {
 		return err
 	}
