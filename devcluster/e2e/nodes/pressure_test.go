@@ -52,7 +52,15 @@ func TestMemoryPressureEvicts(t *testing.T) {
 	var pressure bool
 	// Notes whether the node reports MemoryPressure=True now.
 	look := func() {
-		look()
+		n, err := client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeMemoryPressure && c.Status == corev1.ConditionTrue {
+				pressure = true
+			}
+		}
 	}
 	var pod *corev1.Pod
 	waitUntil(t, 3*time.Minute, "pod filler evicted", func() (bool, error) {
