@@ -444,7 +444,7 @@ fn conditions(
         now,
     );
     set_condition(&mut plan.status, ready);
-    let (reason, message) = if plan.suspend {
+    let stop = || {
         (
             "TooManyFailures",
             format!(
@@ -452,20 +452,24 @@ fn conditions(
                 cron.spec.stop_after_failures.unwrap_or_default()
             ),
         )
+    };
+    // Suspended by stopAfterFailures: the count says so even when the
+    // status that told it is not seen yet (the spec patch came first).
+    let failed_out = cron
+        .spec
+        .stop_after_failures
+        .is_some_and(|limit| plan.status.consecutive_failures >= limit);
+    let (reason, message) = if plan.suspend {
+        stop()
     } else if cron.spec.suspend {
         let kept = prev
             .conditions
             .iter()
             .find(|c| c.type_ == "Suspended" && c.status == "True");
         match kept {
-            Some(c) => (
-                if c.reason == "TooManyFailures" {
-                    "TooManyFailures"
-                } else {
-                    "Suspended"
-                },
-                c.message.clone(),
-            ),
+            Some(c) if c.reason == "TooManyFailures" => ("TooManyFailures", c.message.clone()),
+            _ if failed_out => stop(),
+            Some(c) => ("Suspended", c.message.clone()),
             None => (
                 "Suspended",
                 "spec.suspend is true: no new run starts".to_owned(),

@@ -259,6 +259,18 @@ fn stop_after_failures_suspends() {
         .find(|c| c.type_ == "Suspended")
         .expect("Suspended");
     assert_eq!(cond.reason, "TooManyFailures");
+    // The spec patch seen before the status that told it (a reconcile
+    // between the two writes): still TooManyFailures.
+    let mut stale = c.clone();
+    stale.spec.suspend = true;
+    let q2 = plan(&stale, &two, ts("2026-01-01T00:02:31Z"));
+    let cond = q2
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Suspended")
+        .expect("Suspended");
+    assert_eq!(cond.reason, "TooManyFailures");
     // Resumed: counted afresh, not suspended again at once.
     let mut resumed = after.clone();
     resumed.spec.suspend = false;
