@@ -1,6 +1,7 @@
 package cnode
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -13,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -60,10 +62,12 @@ func Main(args []string) error {
 	if err := writeConfigs(l, n, *runc, tune); err != nil {
 		return err
 	}
-	s := &supervisor{layout: l, net: n, exited: make(chan string, 3), managed: map[int]bool{}}
+	s := newSupervisor(l, n)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	go s.reap()
+	reaped := make(chan struct{})
+	defer close(reaped)
+	go s.reap(reaped)
 	err := s.start(ctx, *rt)
 	if err == nil {
 		log.Printf("node %s ready to register", NodeName(*index))
@@ -195,9 +199,52 @@ type supervisor struct {
 	net    Net
 	// agents are stopped with SIGTERM first (the kubelet, kube-proxy);
 	// the rest of the node is killed with its cgroup.
-	agents  []*exec.Cmd
-	exited  chan string
+	agents []*exec.Cmd
+	exited chan string
+	// managed holds the pids of the programs this supervisor started and
+	// waits for through their exec.Cmd; reap leaves them alone. The lock
+	// is held from a program's start until its pid is recorded and while
+	// reap looks at a zombie and waits for it, so a program that exits at
+	// once is never reaped behind its exec.Cmd's back (which then failed
+	// with "waitid: no child processes").
+	mu      sync.Mutex
 	managed map[int]bool
+}
+
+func newSupervisor(l Layout, n Net) *supervisor {
+	return &supervisor{layout: l, net: n, exited: make(chan string, 3), managed: map[int]bool{}}
+}
+
+// startManaged starts cmd and records its pid before reap can see it.
+func (s *supervisor) startManaged(cmd *exec.Cmd) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	s.managed[cmd.Process.Pid] = true
+	return nil
+}
+
+// waitManaged waits for a program startManaged started, then forgets its
+// pid (pids are reused).
+func (s *supervisor) waitManaged(cmd *exec.Cmd) error {
+	err := cmd.Wait()
+	s.mu.Lock()
+	delete(s.managed, cmd.Process.Pid)
+	s.mu.Unlock()
+	return err
+}
+
+// output runs a short program to its end, as exec.Cmd.CombinedOutput does.
+func (s *supervisor) output(cmd *exec.Cmd) ([]byte, error) {
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := s.startManaged(cmd); err != nil {
+		return nil, err
+	}
+	err := s.waitManaged(cmd)
+	return b.Bytes(), err
 }
 
 // run starts one of the node's programs, its output in DIR/logs.
@@ -210,12 +257,11 @@ func (s *supervisor) run(what, path string, env []string, args ...string) (*exec
 	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), env...)
-	if err := cmd.Start(); err != nil {
+	if err := s.startManaged(cmd); err != nil {
 		return nil, fmt.Errorf("start %s: %w", what, err)
 	}
-	s.managed[cmd.Process.Pid] = true
 	go func() {
-		_ = cmd.Wait()
+		_ = s.waitManaged(cmd)
 		s.exited <- what
 	}()
 	return cmd, nil
@@ -236,7 +282,7 @@ func (s *supervisor) start(ctx context.Context, rt string) error {
 	}
 	imp := exec.CommandContext(ctx, filepath.Join(rt, "ctr"), "--address", "/run/containerd/containerd.sock",
 		"-n", "k8s.io", "images", "import", PauseArchive(l.Cluster))
-	if out, err := imp.CombinedOutput(); err != nil {
+	if out, err := s.output(imp); err != nil {
 		return fmt.Errorf("import the pause image: %v: %s", err, out)
 	}
 	name := NodeName(l.Index)
@@ -292,7 +338,7 @@ func (s *supervisor) shutdown() {
 // reap waits for the orphans a subreaper inherits (containerd's shims, pod
 // processes whose shim died); the programs it started itself are waited for
 // by their exec.Cmd.
-func (s *supervisor) reap() {
+func (s *supervisor) reap(done <-chan struct{}) {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, syscall.SIGCHLD)
 	defer signal.Stop(sigs)
@@ -301,15 +347,24 @@ func (s *supervisor) reap() {
 	self := os.Getpid()
 	for {
 		for _, pid := range children(self) {
-			if !s.managed[pid] && zombie(pid) {
-				var ws syscall.WaitStatus
-				_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
-			}
+			s.reapOrphan(pid)
 		}
 		select {
+		case <-done:
+			return
 		case <-sigs:
 		case <-tick.C:
 		}
+	}
+}
+
+// reapOrphan waits for pid if it is a zombie this supervisor did not start.
+func (s *supervisor) reapOrphan(pid int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.managed[pid] && zombie(pid) {
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
 	}
 }
 
