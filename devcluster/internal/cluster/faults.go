@@ -54,17 +54,27 @@ func nodeIndex(st *State, name string) (int, error) {
 
 func nodeProc(i int) string { return fmt.Sprintf("node-%d", i) }
 
+// containerNode is the state of the container cluster in dir and the index
+// of its node name: what every node verb starts from.
+func containerNode(dir, name string) (*State, int, error) {
+	st, err := containerCluster(dir, needContainers)
+	if err != nil {
+		return nil, 0, err
+	}
+	i, err := nodeIndex(st, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	return st, i, nil
+}
+
 // NodeStop kills container node name abruptly, as a crashed machine: the
 // kubelet, kube-proxy, containerd, its shims and every container are
 // SIGKILLed at once (see cnode.Crash) and nothing tells the API server. The
 // Node object stays; the node-lifecycle controller marks it NotReady once
 // its lease runs out.
 func NodeStop(dir, name string) error {
-	st, err := containerCluster(dir, needContainers)
-	if err != nil {
-		return err
-	}
-	i, err := nodeIndex(st, name)
+	st, i, err := containerNode(dir, name)
 	if err != nil {
 		return err
 	}
@@ -80,11 +90,7 @@ func NodeStop(dir, name string) error {
 // returns once the node's new kubelet reports the Node Ready, or after
 // timeout.
 func NodeStart(dir, name string, tune cnode.Tuning, timeout time.Duration) error {
-	st, err := containerCluster(dir, needContainers)
-	if err != nil {
-		return err
-	}
-	i, err := nodeIndex(st, name)
+	st, i, err := containerNode(dir, name)
 	if err != nil {
 		return err
 	}
@@ -238,11 +244,7 @@ func (r resolved) set(st *State, up bool) error {
 // in a partition. With heal > 0 a detached helper, stopped by `down`, heals
 // the cut after that long; otherwise NetHeal does.
 func NetCut(dir string, t NetTarget, heal time.Duration) error {
-	st, err := containerCluster(dir, needContainers)
-	if err != nil {
-		return err
-	}
-	r, err := resolve(context.Background(), st, t)
+	st, r, err := netTarget(dir, t)
 	if err != nil {
 		return err
 	}
@@ -267,15 +269,25 @@ func NetCut(dir string, t NetTarget, heal time.Duration) error {
 
 // NetHeal undoes NetCut at once.
 func NetHeal(dir string, t NetTarget) error {
-	st, err := containerCluster(dir, needContainers)
-	if err != nil {
-		return err
-	}
-	r, err := resolve(context.Background(), st, t)
+	st, r, err := netTarget(dir, t)
 	if err != nil {
 		return err
 	}
 	return r.set(st, true)
+}
+
+// netTarget is the state of the container cluster in dir and the link
+// that t names: what both network verbs start from.
+func netTarget(dir string, t NetTarget) (*State, resolved, error) {
+	st, err := containerCluster(dir, needContainers)
+	if err != nil {
+		return nil, resolved{}, err
+	}
+	r, err := resolve(context.Background(), st, t)
+	if err != nil {
+		return nil, resolved{}, err
+	}
+	return st, r, nil
 }
 
 // NetHealerProc is the internal command of the detached helper that
