@@ -29,6 +29,11 @@ use crate::store::ready;
 /// Task deleted while it ran leaves its note behind): one more read each.
 const SHOWN_MAX: usize = 100_000;
 
+/// Past this many Tasks marked as having lost a pod, the marks are dropped
+/// (a Task that ended or went before its next pod read leaves its mark):
+/// at worst one more pod list each, where the marks would hold memory.
+const DEPARTED_MAX: usize = 4096;
+
 /// The caches, set once the controller's watches are made.
 #[derive(Default)]
 pub struct Caches {
@@ -41,6 +46,9 @@ pub struct Caches {
     /// Per running Task (UID), the resourceVersion of its result
     /// ConfigMap that its status shows (read, then written or unchanged).
     shown: Mutex<HashMap<String, String>>,
+    /// Tasks (UIDs) a pod of which left the pod cache since their last
+    /// reconcile: see `Caches::take_departed`.
+    departed: Mutex<HashSet<String>>,
 }
 
 impl Caches {
@@ -79,6 +87,35 @@ impl Caches {
     pub fn index_pod(&self, ev: &Event<Pod>) {
         if let Ok(mut index) = self.pod_index.lock() {
             index.apply(ev);
+        }
+        if let Event::Delete(p) = ev
+            && let Some(task) = p.labels().get(labels::TASK_UID)
+            && let Ok(mut d) = self.departed.lock()
+        {
+            if d.len() >= DEPARTED_MAX {
+                d.clear();
+            }
+            d.insert(task.clone());
+        }
+    }
+
+    /// True once after a pod of Task `task_uid` left the pod cache (it
+    /// finished, or was deleted): the next reconcile reads its pods from
+    /// the API server. The watch of live pods tells only that the pod
+    /// left, with the object as it was before: the pod garbage collector
+    /// marks a pod Failed with its DisruptionTarget condition in one write
+    /// (its node was deleted), so only a read shows why, before the Job
+    /// controller lets the pod go (its pod-tracking finalizer). A restart
+    /// between the two loses that count, never a retry: the Job's
+    /// podFailurePolicy ignores the failure either way.
+    pub fn take_departed(&self, task_uid: &str) -> bool {
+        self.departed.lock().is_ok_and(|mut d| d.remove(task_uid))
+    }
+
+    /// Undoes `take_departed` when the read it asked for failed.
+    pub fn mark_departed(&self, task_uid: &str) {
+        if let Ok(mut d) = self.departed.lock() {
+            d.insert(task_uid.to_owned());
         }
     }
 
@@ -322,6 +359,32 @@ mod tests {
         assert!(!caches.result_is_new("ns", "t-result", "uid"));
         caches.index_result(&Event::InitDone);
         assert!(caches.result_is_new("ns", "t-result", "uid"));
+    }
+
+    #[test]
+    fn a_pod_leaving_the_cache_asks_for_one_read() {
+        let caches = Caches::default();
+        let pod = |name: &str, task: &str| {
+            let mut p = PodFixture::new(name).build();
+            p.metadata.labels = Some([(labels::TASK_UID.to_owned(), task.to_owned())].into());
+            p
+        };
+        caches.index_pod(&Event::Apply(pod("a", "t1")));
+        assert!(!caches.take_departed("t1"), "a live pod is no departure");
+        // Left the live pods (finished, or marked Failed by the pod
+        // garbage collector): one read from the API server, then the cache.
+        caches.index_pod(&Event::Delete(pod("a", "t1")));
+        assert!(!caches.take_departed("t2"));
+        assert!(caches.take_departed("t1"));
+        assert!(!caches.take_departed("t1"), "asked once");
+        // The read failed: asked again.
+        caches.mark_departed("t1");
+        assert!(caches.take_departed("t1"));
+        // Marks of Tasks never read again are bounded.
+        for i in 0..=DEPARTED_MAX {
+            caches.index_pod(&Event::Delete(pod("p", &format!("t{i}"))));
+        }
+        assert!(caches.departed.lock().unwrap().len() <= DEPARTED_MAX);
     }
 
     #[test]

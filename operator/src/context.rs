@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use crds::Task;
 use crds::names;
 use kube::Client;
-use kube::runtime::events::Recorder;
 use kube::runtime::reflector::ObjectRef;
 
+use crate::telemetry::events::Recorder;
 use crate::telemetry::metrics::Metrics;
 
 /// Settings from the command line.

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::{Parser, ValueEnum};
 use crds::names::env;
 use kube::Client;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
@@ -17,6 +17,7 @@ use longtask_operator::controller;
 use longtask_operator::ha::{elector, lease};
 use longtask_operator::queue::Queue;
 use longtask_operator::retention::Defaults;
+use longtask_operator::telemetry::events::Recorder;
 use longtask_operator::telemetry::metrics::Metrics;
 use longtask_operator::telemetry::server;
 

@@ -116,31 +116,7 @@ fn controller(
     ctx: &Arc<Context>,
     cron_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<crds::CronTask>>,
 ) -> (Controller<Task>, reflector::Store<Job>) {
-    // The Task cache holds what reconciles and the queue read, nothing more.
-    let (store, writer) = reflector::store();
-    let tasks: Api<Task> = api(client, ns);
-    let on_delete = ctx.clone();
-    let task_stream = reflector(
-        writer,
-        watcher(tasks, watcher::Config::default().page_size(LIST_PAGE))
-            .default_backoff()
-            .modify(slim_task),
-    )
-    // A Task deleted before it ended leaves its queue (or its slot). A
-    // CronTask's run wakes its CronTask.
-    .inspect(move |ev| {
-        if let Ok(watcher::Event::Delete(t)) = ev
-            && !t.is_terminal()
-        {
-            on_delete.queue.moved(&t.namespace().unwrap_or_default());
-        }
-        if let Ok(watcher::Event::Apply(t) | watcher::Event::Delete(t)) = ev
-            && let Some(cron) = crate::cron::owner_of(t)
-        {
-            let _ = cron_wakes.unbounded_send(cron);
-        }
-    })
-    .applied_objects();
+    let (task_stream, store) = task_watch(api(client, ns), ctx, cron_wakes);
     let (job_stream, job_store) = job_watch(api(client, ns), ctx.clone());
     let pod_stream = pod_watch(api(client, ns), ctx);
     let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
@@ -162,6 +138,67 @@ fn controller(
         .with_config(controller::Config::default().concurrency(concurrency))
         .shutdown_on_signal();
     (controller, job_store)
+}
+
+/// The Tasks that wake their reconciles, and the Task cache, which holds
+/// what reconciles and the queue read, nothing more.
+fn task_watch(
+    tasks: Api<Task>,
+    ctx: &Arc<Context>,
+    cron_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<crds::CronTask>>,
+) -> (
+    impl futures::Stream<Item = Result<Task, watcher::Error>> + Send + 'static,
+    reflector::Store<Task>,
+) {
+    let (store, writer) = reflector::store();
+    let before = store.clone();
+    let on_end = ctx.clone();
+    let on_delete = ctx.clone();
+    let stream = reflector(
+        writer,
+        watcher(tasks, watcher::Config::default().page_size(LIST_PAGE))
+            .default_backoff()
+            .modify(slim_task)
+            // Seen before the cache takes the event, moved after: the
+            // queue's walk runs once this poll is over.
+            .inspect(move |ev| {
+                if let Ok(ev) = ev
+                    && let Some(ns) = ended_in(&before, ev)
+                {
+                    on_end.queue.moved(&ns);
+                }
+            }),
+    )
+    // A Task deleted before it ended leaves its queue (or its slot). A
+    // CronTask's run wakes its CronTask.
+    .inspect(move |ev| {
+        if let Ok(watcher::Event::Delete(t)) = ev
+            && !t.is_terminal()
+        {
+            on_delete.queue.moved(&t.namespace().unwrap_or_default());
+        }
+        if let Ok(watcher::Event::Apply(t) | watcher::Event::Delete(t)) = ev
+            && let Some(cron) = crate::cron::owner_of(t)
+        {
+            let _ = cron_wakes.unbounded_send(cron);
+        }
+    })
+    .applied_objects();
+    (stream, store)
+}
+
+/// The namespace of a Task that `ev` shows terminal and the cache still
+/// shows unfinished: its slot is free once the cache takes `ev`. The
+/// Task's own end already moved its queue (`admit::drain`), but the
+/// queued Tasks that move woke may have read the cache before it showed
+/// the end, and waited behind a Task that was gone; nothing else would
+/// wake them (a kept Job is not deleted).
+fn ended_in(cache: &reflector::Store<Task>, ev: &watcher::Event<Task>) -> Option<String> {
+    let (watcher::Event::Apply(t) | watcher::Event::InitApply(t)) = ev else {
+        return None;
+    };
+    let cached = cache.get(&ObjectRef::from_obj(t))?;
+    (t.is_terminal() && !cached.is_terminal()).then(|| t.namespace().unwrap_or_default())
 }
 
 /// The Jobs that wake their Tasks, and the Job cache, which holds
@@ -494,9 +531,38 @@ mod tests {
     use k8s_openapi::api::batch::v1::Job;
     use kube::ResourceExt;
 
-    use super::{merge_scopes, slim_job, slim_task, triggers};
+    use super::{ended_in, merge_scopes, slim_job, slim_task, triggers};
     use crate::fixtures::{JobFixture, ResultFixture, TaskFixture, obs};
     use crate::status::{self, desired};
+
+    /// A Task's end moves its queue when the cache takes it: not when the
+    /// cache already had it ended, not for a Task still running, not for a
+    /// Task the cache never had (the first list).
+    #[test]
+    fn an_end_the_cache_has_not_seen_moves_the_queue() {
+        use kube::runtime::reflector;
+        use kube::runtime::watcher::Event;
+        let running = Task::test().running();
+        let ended = Task::test().status(crds::TaskStatus {
+            phase: Some(Phase::Completed),
+            ..crate::fixtures::running()
+        });
+        let (store, mut writer) = reflector::store();
+        assert_eq!(ended_in(&store, &Event::Apply(ended.clone())), None);
+        writer.apply_watcher_event(&Event::Apply(running.clone()));
+        assert_eq!(ended_in(&store, &Event::Apply(running.clone())), None);
+        assert_eq!(
+            ended_in(&store, &Event::Apply(ended.clone())),
+            Some("ns".into())
+        );
+        assert_eq!(
+            ended_in(&store, &Event::InitApply(ended.clone())),
+            Some("ns".into())
+        );
+        assert_eq!(ended_in(&store, &Event::Delete(ended.clone())), None);
+        writer.apply_watcher_event(&Event::Apply(ended.clone()));
+        assert_eq!(ended_in(&store, &Event::Apply(ended)), None);
+    }
 
     #[test]
     fn moves_merge_per_namespace_and_all_covers_every_one() {

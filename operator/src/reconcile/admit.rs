@@ -162,8 +162,9 @@ pub async fn drain(ctx: &Context, finished: &Task) -> Result<(), Error> {
     if !plan.start.is_empty() {
         start_all(ctx, store, &plan, None).await?;
     }
-    // The ones started show Running, the rest their new places.
-    ctx.queue.moved(id.namespace);
+    // The ones started show Running when their Jobs' watch wakes them; the
+    // rest move up when the Task cache shows this end (`controller`'s Task
+    // watch): a move from here could be read before the cache shows it.
     Ok(())
 }
 

@@ -76,6 +76,8 @@ pub struct Seen {
     pub pods: Vec<Pod>,
     /// `pods` are the live ones only (from the pod cache).
     pub pods_live_only: bool,
+    /// Pods that left the cache disrupted (see `Observed::departed`).
+    pub departed: Vec<Pod>,
     /// Why the API server refuses that Job's pods, when it has none.
     pub pod_refused: Option<String>,
     /// `<task>-result`, if read and present.
@@ -101,6 +103,7 @@ impl Seen {
             pod_refused: self.pod_refused.clone(),
             pods: &self.pods,
             pods_live_only: self.pods_live_only,
+            departed: &self.departed,
             shard_results: &self.shards,
             kueue: self.kueue.as_ref(),
             now,
@@ -121,7 +124,7 @@ pub async fn cluster(
         .as_ref()
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
     // One round trip where the order does not matter.
-    let (((pods, pods_live_only), result), shards, kueue) = futures::try_join!(
+    let ((read, result), shards, kueue) = futures::try_join!(
         pods_then_result(ctx, id, ours, &reads),
         async {
             Ok(match reads.shard_results {
@@ -141,7 +144,9 @@ pub async fn cluster(
     // A running Job without pods, and none active: is the API server
     // refusing them? (A pod the cache has not seen yet is counted active.)
     let pod_refused = match ours {
-        Some(j) if reads.pods && pods.is_empty() && observe::finish(j).is_none() && !active(j) => {
+        Some(j)
+            if reads.pods && read.pods.is_empty() && observe::finish(j).is_none() && !active(j) =>
+        {
             api::pod_refusal(ctx, id.namespace, j).await?
         }
         _ => None,
@@ -149,8 +154,9 @@ pub async fn cluster(
     let mut seen = Seen {
         kueue,
         job: None,
-        pods,
-        pods_live_only,
+        pods: read.pods,
+        pods_live_only: read.live_only,
+        departed: read.departed,
         pod_refused,
         result,
         refused: None,
@@ -177,10 +183,10 @@ async fn pods_then_result(
     id: &Identity<'_>,
     ours: Option<&Job>,
     reads: &plan::Reads<'_>,
-) -> Result<((Vec<Pod>, bool), Option<ConfigMap>), Error> {
+) -> Result<(Pods, Option<ConfigMap>), Error> {
     let pods = match ours.filter(|_| reads.pods) {
         Some(j) => pods(ctx, id, j, reads.all_pods).await?,
-        None => (Vec::new(), false),
+        None => Pods::default(),
     };
     let name = config_map_name(id.name);
     let final_read = reads.fence.is_some();
@@ -209,21 +215,52 @@ async fn result(
     Ok(api::get_result(ctx, id.namespace, name).await?)
 }
 
-/// The pods of `job`, and whether they are the live ones only: from the
-/// pod cache (which holds no finished pod), else (`all`: see
-/// `Reads::all_pods`; or a cache not synced yet) every pod, from the API
-/// server.
-async fn pods(
-    ctx: &Context,
-    id: &Identity<'_>,
-    job: &Job,
-    all: bool,
-) -> Result<(Vec<Pod>, bool), Error> {
-    if !all && let Some(pods) = ctx.caches.pods(id.namespace, id.uid, job) {
-        ctx.metrics.cache_read("pods");
-        return Ok((pods, true));
-    }
-    Ok((api::list_pods(ctx, id.namespace, id.uid, job).await?, false))
+/// The pods a reconcile read.
+#[derive(Default)]
+struct Pods {
+    pods: Vec<Pod>,
+    /// `pods` are the live ones only.
+    live_only: bool,
+    /// Pods that left the cache disrupted.
+    departed: Vec<Pod>,
+}
+
+/// The pods of `job`: from the pod cache (which holds no finished pod),
+/// else (`all`: see `Reads::all_pods`; or a cache not synced yet) every
+/// pod, from the API server. When a pod of the Task left the cache since
+/// its last reconcile (see `Caches::take_departed`), the API server is
+/// asked once why: the ended pods it shows disrupted are `departed`.
+async fn pods(ctx: &Context, id: &Identity<'_>, job: &Job, all: bool) -> Result<Pods, Error> {
+    let left = ctx.caches.take_departed(id.uid);
+    let cached = (!all)
+        .then(|| ctx.caches.pods(id.namespace, id.uid, job))
+        .flatten();
+    let Some(live) = cached else {
+        let pods = api::list_pods(ctx, id.namespace, id.uid, job).await;
+        if pods.is_err() && left {
+            ctx.caches.mark_departed(id.uid);
+        }
+        return Ok(Pods {
+            pods: pods?,
+            ..Pods::default()
+        });
+    };
+    ctx.metrics.cache_read("pods");
+    let departed = match left {
+        false => Vec::new(),
+        true => match api::list_pods(ctx, id.namespace, id.uid, job).await {
+            Ok(every) => every.into_iter().filter(observe::left_disrupted).collect(),
+            Err(e) => {
+                ctx.caches.mark_departed(id.uid);
+                return Err(e.into());
+            }
+        },
+    };
+    Ok(Pods {
+        pods: live,
+        live_only: true,
+        departed,
+    })
 }
 
 /// True when the Job controller counts a pod of `job` as active.

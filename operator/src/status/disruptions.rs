@@ -93,7 +93,7 @@ pub fn describe(d: &Disruption) -> String {
         "EvictionByEvictionAPI" => "was evicted",
         "PreemptionByScheduler" => "was preempted",
         "DeletionByTaintManager" => "was deleted from a tainted node",
-        "TerminationByKubelet" => "was stopped by its node",
+        "TerminationByKubelet" => "was stopped by its node's kubelet",
         "DeletionByPodGC" => "was deleted by the pod garbage collector",
         _ => "was disrupted",
     };

@@ -292,13 +292,22 @@ fn record(task_uid: &str, prev: &TaskStatus, job: &Job, obs: &Observed<'_>) -> F
         // ignores (a disruption), so a disrupted pod's replacement is no
         // new attempt: it takes the disrupted pod's place in `active`.
         attempts: Some(counted.max(first).max(prev.attempts.unwrap_or(0))),
-        disruptions: disruptions::tally(prev, obs.pods, obs.pods_live_only),
+        disruptions: tally(prev, obs),
         exit_code: observe::last_exit_code(obs.pods).or(prev.exit_code),
         progress: progress::from_config_map(obs.result, task_uid, &job_uid)
             .or_else(|| prev.progress.clone()),
         job_uid: Some(job_uid),
         ..Facts::default()
     }
+}
+
+/// The disruptions of the pods seen, and of those that left disrupted.
+fn tally(prev: &TaskStatus, obs: &Observed<'_>) -> Tally {
+    if obs.departed.is_empty() {
+        return disruptions::tally(prev, obs.pods, obs.pods_live_only);
+    }
+    let seen = [obs.pods, obs.departed].concat();
+    disruptions::tally(prev, &seen, obs.pods_live_only)
 }
 
 /// The Job runs: Running, with why its pod waits if it does, failing once

@@ -25,6 +25,12 @@ pub struct Observed<'a> {
     /// `pods` are the live ones only (read from the pod cache, which
     /// holds no finished pod); else every pod of the Job.
     pub pods_live_only: bool,
+    /// Pods that left the pod cache since the last reconcile and were
+    /// found (by a read of the API server) to have ended disrupted: the
+    /// pod garbage collector marks a pod Failed with DisruptionTarget in
+    /// one write, which the cache sees only as the pod leaving. Counted as
+    /// disruptions, and for nothing else (no exit code, no phase).
+    pub departed: &'a [Pod],
     /// Why the API server refused that Job's pods (the Job controller's
     /// newest FailedCreate Event), read when the Job runs and has no pod.
     pub pod_refused: Option<String>,
@@ -390,6 +396,13 @@ pub fn live_pods(pods: &[Pod]) -> usize {
             !matches!(phase, Some("Succeeded" | "Failed"))
         })
         .count()
+}
+
+/// A pod that ended with a DisruptionTarget condition: one the pod cache
+/// may have seen only leave.
+pub fn left_disrupted(pod: &Pod) -> bool {
+    live_pods(std::slice::from_ref(pod)) == 0
+        && crate::status::disruptions::condition(pod).is_some()
 }
 
 /// Exit code of the worker container of `pod`, once it terminated.

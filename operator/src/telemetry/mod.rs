@@ -1,8 +1,9 @@
-//! What the operator tells its operators: Prometheus metrics, what a status
-//! transition measures (pure), and the `/metrics`, `/healthz`, `/readyz`
-//! server.
+//! What the operator tells its operators: Prometheus metrics, Events, what
+//! a status transition measures (pure), and the `/metrics`, `/healthz`,
+//! `/readyz` server.
 
 pub mod backlog;
+pub mod events;
 pub mod metrics;
 pub mod process;
 pub mod server;

@@ -524,6 +524,7 @@ proptest! {
             refused: None,
             pods: &pods,
             pods_live_only: false,
+            departed: &[],
             shard_results: &shard_cms,
             kueue: None,
             now: at(500),

@@ -341,3 +341,51 @@ fn a_disrupted_pod_out_of_the_cache_is_counted_once() {
     let twice = desired(&Task::test().status(forgot), &obs(Some(&done), None, &all));
     assert_eq!(twice.status.disruptions, Some(2));
 }
+
+/// The pod garbage collector marks a pod Failed with DisruptionTarget in
+/// one write (its node was deleted): the pod cache sees it only leave, and
+/// the read that follows finds it ended disrupted (`departed`). Counted
+/// once, with the collector's reason, and for nothing else: the exit code
+/// of the live pods' status stays.
+#[test]
+fn a_pod_that_left_disrupted_is_counted_once() {
+    let gone = PodFixture::new("p1")
+        .uid("u1")
+        .created_at(100)
+        .exited(137)
+        .disrupted("DeletionByPodGC", 200)
+        .build();
+    let replacement = PodFixture::new("p9").uid("u9").created_at(300).build();
+    let job = JobFixture::ours().active(1).build();
+    let with = |departed: &[Pod], prev: &TaskStatus| {
+        let live = [replacement.clone()];
+        let o = Observed {
+            pods_live_only: true,
+            departed,
+            ..obs(Some(&job), None, &live)
+        };
+        desired(&Task::test().status(prev.clone()), &o).status
+    };
+    let first = with(std::slice::from_ref(&gone), &running());
+    assert_eq!(first.disruptions, Some(1));
+    assert_eq!(first.disrupted_pods, ["u1"]);
+    let last = first.last_disruption.clone().expect("last disruption");
+    assert_eq!(
+        (last.pod.as_str(), last.reason.as_str()),
+        ("p1", "DeletionByPodGC")
+    );
+    assert_eq!(
+        first.exit_code,
+        running().exit_code,
+        "a departed pod gives no exit code"
+    );
+    // Read again (a mark set twice): not new.
+    let again = with(std::slice::from_ref(&gone), &first);
+    assert_eq!(again.disruptions, Some(1));
+    // Later reconciles without it keep it known.
+    let later = with(&[], &again);
+    assert_eq!(
+        (later.disruptions, later.disrupted_pods.clone()),
+        (Some(1), vec!["u1".to_owned()])
+    );
+}
