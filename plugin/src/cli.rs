@@ -109,6 +109,11 @@ pub enum Command {
         kubectl longtask crons\n  \
         kubectl longtask crons -A")]
     Crons(GetArgs),
+    /// Serve a live page of the Tasks on 127.0.0.1 (your own rights), and open it.
+    #[command(after_help = "Examples:\n  \
+        kubectl longtask ui\n  \
+        kubectl longtask ui -A --port 8765 --no-browser")]
+    Ui(UiArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(after_help = "Example:\n  source <(kubectl-longtask completion bash)")]
     Completion(CompletionArgs),
@@ -226,6 +231,19 @@ pub struct GetArgs {
     /// All namespaces.
     #[arg(short = 'A', long)]
     pub all_namespaces: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UiArgs {
+    /// Every namespace the kubeconfig's user may list.
+    #[arg(short = 'A', long)]
+    pub all_namespaces: bool,
+    /// Port on 127.0.0.1 (default: a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Print the URL only; do not open a browser.
+    #[arg(long)]
+    pub no_browser: bool,
 }
 
 #[derive(Args, Debug)]

@@ -119,6 +119,19 @@ impl Error {
     }
 }
 
+/// The kubeconfig context in use (`--context`, else the kubeconfig's
+/// current one), for showing; empty when it cannot be read.
+pub fn context_name(g: &Global) -> String {
+    if let Some(c) = &g.context {
+        return c.clone();
+    }
+    let kc = match &g.kubeconfig {
+        Some(path) => Kubeconfig::read_from(path),
+        None => Kubeconfig::read(),
+    };
+    kc.ok().and_then(|k| k.current_context).unwrap_or_default()
+}
+
 /// The client and the namespace commands work in.
 pub struct Kube {
     pub client: Client,

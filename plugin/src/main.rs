@@ -8,6 +8,7 @@ mod cmd;
 #[cfg(test)]
 mod fixtures;
 mod safe;
+mod ui;
 
 use std::process::ExitCode;
 
@@ -43,6 +44,10 @@ async fn run(cli: Cli) -> Result<(), Error> {
         return Ok(());
     }
     let k = Kube::connect(&cli.global).await?;
+    if let Command::Ui(a) = cli.command {
+        let context = client::context_name(&cli.global);
+        return ui::run(k, a, context).await;
+    }
     match cli.command {
         Command::Run(a) => cmd::run::run(&k, *a).await,
         Command::Logs(a) => cmd::logs::run(&k, a).await,
@@ -58,7 +63,7 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Suspend(a) => cmd::cron::set_suspend(&k, a, true).await,
         Command::Resume(a) => cmd::cron::set_suspend(&k, a, false).await,
         Command::Crons(a) => cmd::cron::list(&k, a).await,
-        Command::Completion(_) => Ok(()),
+        Command::Completion(_) | Command::Ui(_) => Ok(()),
     }
 }
 
@@ -83,7 +88,7 @@ fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// An error and its causes on one line, each cause once.
-fn chain(e: &dyn std::error::Error) -> String {
+pub fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut next = e.source();
     while let Some(s) = next {

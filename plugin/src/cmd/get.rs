@@ -141,7 +141,7 @@ pub fn waiting(t: &Task) -> String {
 }
 
 /// "position N" from the operator's queue message.
-fn queue_position(message: &str) -> Option<&str> {
+pub fn queue_position(message: &str) -> Option<&str> {
     let end = message.find(" in the queue")?;
     message[..end]
         .starts_with("position ")

@@ -7,6 +7,7 @@ mod pods;
 mod stream;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crds::Task;
@@ -35,6 +36,34 @@ struct Opts {
     shard: Option<u32>,
 }
 
+/// Where a log goes: stdout (and stderr for our own lines) for the
+/// commands, an event stream for a page of `ui`.
+pub trait Sink: Send + Sync + 'static {
+    /// One line of the program's log, after `prefix` (`[shard I] `).
+    fn line(&self, prefix: &str, line: &[u8]) -> Result<(), Error>;
+    /// A line of ours about the log: why it waits, the next attempt, the
+    /// tail kept in the status.
+    fn note(&self, text: &str) -> Result<(), Error>;
+    /// The line naming an attempt's pod, before its log.
+    fn header(&self, text: &str) -> Result<(), Error>;
+}
+
+/// The commands' sink: the program's lines to stdout, ours to stderr.
+pub struct Terminal;
+
+impl Sink for Terminal {
+    fn line(&self, prefix: &str, line: &[u8]) -> Result<(), Error> {
+        stream::print_line(prefix, line)
+    }
+    fn note(&self, text: &str) -> Result<(), Error> {
+        crate::note!("{text}");
+        Ok(())
+    }
+    fn header(&self, text: &str) -> Result<(), Error> {
+        Ok(crate::out(format!("{text}\n"))?)
+    }
+}
+
 pub async fn run(k: &Kube, a: LogsArgs) -> Result<(), Error> {
     let task = k.task(&a.name).await?;
     let shards = u32::try_from(task.spec.shards.max(1)).unwrap_or(1);
@@ -50,10 +79,11 @@ pub async fn run(k: &Kube, a: LogsArgs) -> Result<(), Error> {
         headers: a.all_attempts,
         shard: a.shard,
     };
+    let sink: Arc<dyn Sink> = Arc::new(Terminal);
     if o.follow {
-        follow(k, task, o).await
+        follow(k, task, o, &sink).await
     } else {
-        current(k, task, o).await
+        current(k, task, o, &sink).await
     }
 }
 
@@ -68,7 +98,20 @@ pub async fn follow_task(k: &Kube, name: &str) -> Result<(), Error> {
         headers: false,
         shard: None,
     };
-    follow(k, task, o).await
+    follow(k, task, o, &(Arc::new(Terminal) as Arc<dyn Sink>)).await
+}
+
+/// Gives `sink` the whole log of Task `task` (every shard, every attempt
+/// with a header naming its pod), following it until the Task is
+/// finished; `status.logTail` once the pods are gone. For `ui`.
+pub async fn follow_into(k: &Kube, task: Task, sink: Arc<dyn Sink>) -> Result<(), Error> {
+    let o = Opts {
+        follow: true,
+        all_attempts: true,
+        headers: true,
+        shard: None,
+    };
+    follow(k, task, o, &sink).await
 }
 
 fn pod_api(k: &Kube) -> Api<Pod> {
@@ -99,39 +142,39 @@ fn name_of(p: &Pod) -> String {
 }
 
 /// The line naming an attempt's pod: ours, so always made visible.
-fn header(prefix: &str, p: &Pod, attempt: usize) -> Result<(), Error> {
-    let line = format!("{prefix}==> pod {} (attempt {attempt}) <==\n", name_of(p));
-    Ok(crate::out(line)?)
+fn header(sink: &Arc<dyn Sink>, prefix: &str, p: &Pod, attempt: usize) -> Result<(), Error> {
+    sink.header(&format!(
+        "{prefix}==> pod {} (attempt {attempt}) <==",
+        name_of(p)
+    ))
 }
 
 /// The pods are gone (the Job's TTL, or deleted): what the Task kept.
-fn log_tail(task: &Task) -> Result<(), Error> {
+fn log_tail(sink: &Arc<dyn Sink>, task: &Task) -> Result<(), Error> {
     let tail = task
         .status
         .as_ref()
         .and_then(|s| s.log_tail.clone())
         .unwrap_or_default();
     if tail.is_empty() {
-        crate::note!("pods are gone, and status.logTail is empty");
-        return Ok(());
+        return sink.note("pods are gone, and status.logTail is empty");
     }
-    crate::note!("pods are gone; showing the last lines kept in status.logTail");
+    sink.note("pods are gone; showing the last lines kept in status.logTail")?;
     for line in tail.lines() {
-        stream::print_line("", line.as_bytes())?;
+        sink.line("", line.as_bytes())?;
     }
     Ok(())
 }
 
 /// Without `-f`: the logs as they are now, and out.
-async fn current(k: &Kube, task: Task, o: Opts) -> Result<(), Error> {
+async fn current(k: &Kube, task: Task, o: Opts, sink: &Arc<dyn Sink>) -> Result<(), Error> {
     let by_shard = list(k, &task, o).await?;
     if by_shard.is_empty() {
         let had_pods = task.status.as_ref().and_then(|s| s.attempts).unwrap_or(0) > 0;
         if finished(&task) || had_pods {
-            return log_tail(&task);
+            return log_tail(sink, &task);
         }
-        crate::note!("{}", pods::why_waiting(&task, None));
-        return Ok(());
+        return sink.note(&pods::why_waiting(&task, None));
     }
     for (shard, attempts) in by_shard {
         let prefix = prefix(&task, shard);
@@ -143,14 +186,14 @@ async fn current(k: &Kube, task: Task, o: Opts) -> Result<(), Error> {
         for (i, p) in attempts.iter().enumerate().skip(skip) {
             if !pods::started(p) {
                 if !pods::ended(p) {
-                    crate::note!("{prefix}{}", pods::why_waiting(&task, Some(p)));
+                    sink.note(&format!("{prefix}{}", pods::why_waiting(&task, Some(p))))?;
                 }
                 continue;
             }
             if o.headers {
-                header(&prefix, p, i + 1)?;
+                header(sink, &prefix, p, i + 1)?;
             }
-            stream::pod_log(pod_api(k), name_of(p), prefix.clone(), false).await?;
+            stream::pod_log(pod_api(k), name_of(p), prefix.clone(), false, sink.clone()).await?;
         }
     }
     Ok(())
@@ -174,17 +217,23 @@ fn uid_of(p: &Pod) -> String {
     p.metadata.uid.clone().unwrap_or_default()
 }
 
-/// Prints a waiting line unless it is the one last said for `key`.
-fn say(said: &mut HashMap<Option<u32>, String>, key: Option<u32>, line: String) {
+/// Gives a waiting line unless it is the one last said for `key`.
+fn say(
+    sink: &Arc<dyn Sink>,
+    said: &mut HashMap<Option<u32>, String>,
+    key: Option<u32>,
+    line: String,
+) -> Result<(), Error> {
     if said.get(&key) != Some(&line) {
-        crate::note!("{line}");
+        sink.note(&line)?;
         said.insert(key, line);
     }
+    Ok(())
 }
 
 /// With `-f`: follows every shard's pods in turn until the Task is
 /// finished and the last pod's log is read.
-async fn follow(k: &Kube, mut task: Task, o: Opts) -> Result<(), Error> {
+async fn follow(k: &Kube, mut task: Task, o: Opts, sink: &Arc<dyn Sink>) -> Result<(), Error> {
     let name = task.metadata.name.clone().unwrap_or_default();
     let mut shards: BTreeMap<u32, Shard> = BTreeMap::new();
     // The last waiting line said, per shard (None: the Task as a whole).
@@ -196,11 +245,11 @@ async fn follow(k: &Kube, mut task: Task, o: Opts) -> Result<(), Error> {
         if by_shard.is_empty() && shards.values().all(|s| s.current.is_none()) {
             if done {
                 if printed == 0 {
-                    log_tail(&task)?;
+                    log_tail(sink, &task)?;
                 }
                 return Ok(());
             }
-            say(&mut said, None, pods::why_waiting(&task, None));
+            say(sink, &mut said, None, pods::why_waiting(&task, None))?;
         }
         let mut busy = false;
         for (shard, attempts) in &by_shard {
@@ -237,18 +286,27 @@ async fn follow(k: &Kube, mut task: Task, o: Opts) -> Result<(), Error> {
                     busy = true;
                 } else if !done {
                     let why = pods::why_waiting(&task, Some(p));
-                    say(&mut said, Some(*shard), format!("{prefix}{why}"));
+                    say(sink, &mut said, Some(*shard), format!("{prefix}{why}"))?;
                 }
                 continue;
             }
             if o.headers {
-                header(&prefix, p, i + 1)?;
+                header(sink, &prefix, p, i + 1)?;
             } else if st.followed > 0 {
-                crate::note!("{prefix}following the next attempt, pod {}", name_of(p));
+                sink.note(&format!(
+                    "{prefix}following the next attempt, pod {}",
+                    name_of(p)
+                ))?;
             }
             st.followed += 1;
             said.remove(&Some(*shard));
-            let h = tokio::spawn(stream::pod_log(pod_api(k), name_of(p), prefix, true));
+            let h = tokio::spawn(stream::pod_log(
+                pod_api(k),
+                name_of(p),
+                prefix,
+                true,
+                sink.clone(),
+            ));
             st.current = Some((uid_of(p), h));
             busy = true;
         }

@@ -19,35 +19,7 @@ use crate::client::{Error, Kube};
 
 pub async fn run(k: &Kube, a: ResultArgs) -> Result<(), Error> {
     let task = k.task(&a.name).await?;
-    let bytes = if task.spec.is_sharded() {
-        let shards = u32::try_from(task.spec.shards).unwrap_or_default();
-        let wanted: Vec<u32> = match a.shard {
-            Some(i) if i >= shards => {
-                return Err(Error::Usage(format!(
-                    "--shard {i}: task {} has shards 0 to {}",
-                    a.name,
-                    shards - 1
-                )));
-            }
-            Some(i) => vec![i],
-            None => (0..shards).collect(),
-        };
-        let mut all = Vec::new();
-        for i in wanted {
-            let cm = config_map(k, &format::shard_config_map_name(&a.name, i)).await?;
-            all.extend(shard(&task, i, cm.as_ref())?);
-        }
-        all
-    } else {
-        if a.shard.is_some_and(|i| i > 0) {
-            return Err(Error::Usage(format!(
-                "--shard: task {} is not sharded",
-                a.name
-            )));
-        }
-        let cm = config_map(k, &format::config_map_name(&a.name)).await?;
-        single(&task, cm.as_ref())?
-    };
+    let bytes = bytes(k, &task, a.shard).await?;
     match &a.output {
         Some(path) => std::fs::write(path, &bytes)?,
         None => {
@@ -61,6 +33,37 @@ pub async fn run(k: &Kube, a: ResultArgs) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The exact bytes of the result of `task` (in `k`'s namespace): of shard
+/// `shard`, or every shard's one after the other, or the single result;
+/// decoded and checked against the digest the operator accepted.
+pub async fn bytes(k: &Kube, task: &Task, shard: Option<u32>) -> Result<Vec<u8>, Error> {
+    let name = name_of(task);
+    if task.spec.is_sharded() {
+        let shards = u32::try_from(task.spec.shards).unwrap_or_default();
+        let wanted: Vec<u32> = match shard {
+            Some(i) if i >= shards => {
+                return Err(Error::Usage(format!(
+                    "--shard {i}: task {name} has shards 0 to {}",
+                    shards - 1
+                )));
+            }
+            Some(i) => vec![i],
+            None => (0..shards).collect(),
+        };
+        let mut all = Vec::new();
+        for i in wanted {
+            let cm = config_map(k, &format::shard_config_map_name(&name, i)).await?;
+            all.extend(self::shard(task, i, cm.as_ref())?);
+        }
+        return Ok(all);
+    }
+    if shard.is_some_and(|i| i > 0) {
+        return Err(Error::Usage(format!("--shard: task {name} is not sharded")));
+    }
+    let cm = config_map(k, &format::config_map_name(&name)).await?;
+    single(task, cm.as_ref())
 }
 
 /// The ConfigMap `name`, or `None` when it does not exist (any more).

@@ -62,7 +62,7 @@ pub async fn create(k: &Kube, task: &Task) -> Result<String, Error> {
     Ok(name)
 }
 
-async fn create_with(k: &Kube, task: &Task, pp: &PostParams) -> Result<Task, Error> {
+pub async fn create_with(k: &Kube, task: &Task, pp: &PostParams) -> Result<Task, Error> {
     let name = task.metadata.name.as_deref();
     k.tasks().create(pp, task).await.map_err(|e| match e {
         kube::Error::Api(s) if s.code == 409 && s.reason == "AlreadyExists" => {

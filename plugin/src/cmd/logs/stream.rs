@@ -1,6 +1,8 @@
-//! Reading one pod's log to stdout, line by line, as it comes.
+//! Reading one pod's log into a sink (stdout, or a page of `ui`), line by
+//! line, as it comes.
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crds::names::WORKER_CONTAINER;
@@ -9,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::LogParams;
 
-use super::pods;
+use super::{Sink, pods};
 use crate::client::Error;
 
 /// How often, and how many times, to look whether a pod whose log stream
@@ -35,15 +37,16 @@ pub fn print_line(prefix: &str, line: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Prints the log of pod `name` (the worker container), each line after
-/// `prefix`; with `follow`, until the container ends, reading again after
-/// a dropped connection without repeating the lines already printed.
-/// Returns the number of lines printed; a pod that is gone has none left.
+/// Gives `sink` the log of pod `name` (the worker container), each line
+/// after `prefix`; with `follow`, until the container ends, reading again
+/// after a dropped connection without repeating the lines already given.
+/// Returns the number of lines given; a pod that is gone has none left.
 pub async fn pod_log(
     api: Api<Pod>,
     name: String,
     prefix: String,
     follow: bool,
+    sink: Arc<dyn Sink>,
 ) -> Result<u64, Error> {
     let mut printed = 0u64;
     loop {
@@ -71,7 +74,7 @@ pub async fn pod_log(
             }
             seen += 1;
             if seen > printed {
-                print_line(&prefix, &line)?;
+                sink.line(&prefix, &line)?;
                 printed = seen;
             }
         }
