@@ -16,6 +16,7 @@ mod procfs;
 mod queue;
 mod report;
 mod soak;
+mod ui;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -125,6 +126,12 @@ struct Cli {
     nodes: u32,
     #[arg(long, default_value_t = 64)]
     node_cpu: u32,
+    /// The web page over N queued Tasks (`kubectl longtask ui`, release
+    /// build, in headless Chromium): first paint, a status change's way to
+    /// the page, a filter's repaint, the plugin's RSS. Runs alone unless
+    /// other cases are asked for.
+    #[arg(long)]
+    ui: Option<usize>,
 }
 
 #[tokio::main]
@@ -141,7 +148,7 @@ async fn main() -> std::process::ExitCode {
 async fn start() -> Result<()> {
     let matches = Cli::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches)?;
-    if !cli.history.is_empty() || cli.failover || cli.soak.is_some() {
+    if !cli.history.is_empty() || cli.failover || cli.soak.is_some() || cli.ui.is_some() {
         // The memory modes run alone unless other cases are asked for.
         let given =
             |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
@@ -335,6 +342,15 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         }
     }
 
+    let paged = match cli.ui {
+        Some(n) => {
+            cluster.namespace("bench-ui").await?;
+            let u = ui::measure(cluster, "bench-ui", n, cli.inflight).await?;
+            eprintln!("bench: ui: {u:?}");
+            Some(u)
+        }
+        None => None,
+    };
     let root = cluster::root()?;
     let soaked = match cli.soak {
         Some(minutes) => {
@@ -364,7 +380,10 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     let kept = if cli.history.is_empty() {
         None
     } else {
-        if soaked.is_some() || !nothing_ran(&rounds, &queues, &ceilings, &presence) {
+        if soaked.is_some()
+            || paged.is_some()
+            || !nothing_ran(&rounds, &queues, &ceilings, &presence)
+        {
             // The history's first "after the burst" reading is then of an
             // operator that ran only the history.
             memory::fresh_start(cluster, Duration::from_secs(600)).await?;
@@ -405,6 +424,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     text += &report::render(&cli.sizes, &rounds, &queues, &ceilings, &presence);
     for part in [
         soaked.as_ref().map(soak::render),
+        paged.as_ref().map(ui::render),
         kept.as_ref().map(history::render),
         (!failovers.is_empty()).then(|| failover::render(&failovers)),
         failover_error
@@ -428,6 +448,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         &presence,
     );
     json["soak"] = serde_json::to_value(&soaked)?;
+    json["ui"] = serde_json::to_value(&paged)?;
     json["history"] = serde_json::to_value(&kept)?;
     json["failover"] = serde_json::to_value(&failovers)?;
     json["failover_error"] = serde_json::to_value(&failover_error)?;

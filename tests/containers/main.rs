@@ -10,7 +10,9 @@
 #![allow(clippy::unwrap_used)]
 
 mod cases;
+mod chaos;
 mod image;
+mod network;
 mod nodes;
 
 use longtask_e2e::case;
@@ -66,6 +68,33 @@ static ALL: &[Case] = &[
         node_dies_under_a_running_task,
         true,
         nodes::node_dies_under_a_running_task
+    ),
+    case!(
+        out_of_service_taint_moves_the_task,
+        true,
+        nodes::out_of_service_taint_moves_the_task
+    ),
+    case!(drain_moves_the_task, true, nodes::drain_moves_the_task),
+    case!(
+        partitioned_node_gets_no_twin,
+        true,
+        nodes::partitioned_node_gets_no_twin
+    ),
+    case!(
+        leader_cut_off_hands_over,
+        true,
+        network::leader_cut_off_hands_over
+    ),
+    case!(faults_at_random, true, chaos::faults_at_random),
+    case!(
+        task_calls_a_service_by_name,
+        false,
+        network::task_calls_a_service_by_name
+    ),
+    case!(
+        memory_pressure_eviction_uses_no_retry,
+        true,
+        nodes::memory_pressure_eviction_uses_no_retry
     ),
 ];
 

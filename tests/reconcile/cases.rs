@@ -12,7 +12,7 @@ use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::Reporter;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
@@ -20,6 +20,7 @@ use longtask_e2e::{Cluster, TestNs, WORKER_IMAGE, wait};
 use longtask_operator::context::{Backoff, Config, Context, WorkerRbac};
 use longtask_operator::queue::Queue;
 use longtask_operator::reconcile::{self, build};
+use longtask_operator::telemetry::events::Recorder;
 use longtask_operator::telemetry::metrics::Metrics;
 
 /// A Context as the operator's main builds one, with the test's client.

@@ -6,6 +6,9 @@
 
 #![allow(clippy::unwrap_used)]
 
+pub mod browser;
+pub mod chaos;
+pub mod http;
 pub mod jobs;
 pub mod kubectl;
 pub mod openmetrics;
@@ -228,17 +231,29 @@ impl Cluster {
         self.wait_operator("120s")
     }
 
-    /// Installs longtask from its Helm chart the way docs/helm.md says:
-    /// the namespace made first (restricted, as manifests/namespace.yaml
-    /// makes it), then `helm install` with the default values; waits until
-    /// the release is ready (Helm's watcher) and the operator rolled out.
     /// `devcluster ARGS... --dir DIR` on this cluster (a fault verb such
     /// as `node stop NODE`); its output, or an error with it.
     pub fn devcluster(&self, args: &[&str]) -> Result<String> {
+        let dir = self.dir.to_string_lossy();
+        self.run_devcluster(&[args, &["--dir", &dir]].concat())
+    }
+
+    /// `devcluster restart --dir DIR [--kill] COMPONENT` (etcd, apiserver,
+    /// …): stops the component (SIGTERM, or SIGKILL with `kill`) and starts
+    /// it again with the same flags.
+    pub fn restart(&self, component: &str, kill: bool) -> Result<String> {
+        let dir = self.dir.to_string_lossy();
+        let mut args = vec!["restart", "--dir", &dir];
+        if kill {
+            args.push("--kill");
+        }
+        args.push(component);
+        self.run_devcluster(&args)
+    }
+
+    fn run_devcluster(&self, args: &[&str]) -> Result<String> {
         let out = Command::new(devcluster())
             .args(args)
-            .arg("--dir")
-            .arg(&self.dir)
             .output()
             .with_context(|| format!("run devcluster {args:?}"))?;
         let text = format!(
@@ -254,6 +269,10 @@ impl Cluster {
         Ok(text)
     }
 
+    /// Installs longtask from its Helm chart the way docs/helm.md says:
+    /// the namespace made first (restricted, as manifests/namespace.yaml
+    /// makes it), then `helm install` with the default values; waits until
+    /// the release is ready (Helm's watcher) and the operator rolled out.
     pub fn install_chart(&self) -> Result<()> {
         self.kubectl.run(&["create", "namespace", SYSTEM_NS])?;
         self.kubectl.run(&[
@@ -472,6 +491,13 @@ impl TestNs {
     }
 
     /// `kubectl apply` of a YAML document in this namespace.
+    /// Caps the namespace at `n` active Tasks (0: every Task queues).
+    pub fn cap_active(&self, n: u32) -> Result<String> {
+        let cap = format!("longtask.dev/max-active-tasks={n}");
+        self.kubectl
+            .run(&["annotate", "namespace", &self.name, &cap])
+    }
+
     pub fn apply(&self, yaml: &str) -> Result<String> {
         self.kubectl.apply(&self.name, yaml)
     }

@@ -10,36 +10,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail, ensure};
 use kube::api::ListParams;
+use longtask_e2e::chaos::{Lcg, env_u64};
 use longtask_e2e::jobs::JobLog;
 use longtask_e2e::{Cluster, SYSTEM_NS, TestNs, operator, procs, sh_task, tasks, wait};
 
 use super::ha::new_leader;
-
-/// A small deterministic generator (64-bit LCG), so a failing run can be repeated.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, n: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % n
-    }
-}
 
 #[derive(Debug)]
 struct Expect {
     name: String,
     /// None: succeeds with result `ok-<i>`; Some(code): fails with that code.
     fails_with: Option<u64>,
-}
-
-fn env_u64(k: &str, default: u64) -> u64 {
-    std::env::var(k)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
 }
 
 pub async fn leader_killed_in_a_loop(c: Arc<Cluster>, ns: TestNs) -> Result<()> {

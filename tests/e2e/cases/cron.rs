@@ -223,16 +223,21 @@ pub async fn cron_stop_after_failures(_c: Arc<Cluster>, ns: TestNs) -> Result<()
         "  stopAfterFailures: 2\n  failedTasksHistoryLimit: 5\n  concurrencyPolicy: Forbid\n",
     ))?;
     let api = crontasks(&ns);
+    let suspended = |ct: &Value| {
+        ct["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Suspended").cloned())
+    };
+    // Two writes: spec.suspend (the spec) and then the condition (the
+    // status subresource), so wait for both rather than read between them.
     wait::until(MINUTE, "broken suspended", || async {
         let ct = api.get("broken").await?;
-        Ok(ct.data["spec"]["suspend"] == true)
+        let told = suspended(&ct.data).is_some_and(|c| c["status"] == "True");
+        Ok(ct.data["spec"]["suspend"] == true && told)
     })
     .await?;
     let ct = api.get("broken").await?;
-    let cond = ct.data["status"]["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "Suspended").cloned())
-        .context("Suspended condition")?;
+    let cond = suspended(&ct.data).context("Suspended condition")?;
     ensure!(
         cond["status"] == "True" && cond["reason"] == "TooManyFailures",
         "{cond}"

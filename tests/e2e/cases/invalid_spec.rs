@@ -316,12 +316,7 @@ pub async fn invalid_spec_from_the_job_api(c: Arc<Cluster>, ns: TestNs) -> Resul
 /// Task behind it starts: the refusal never blocks the queue nor fails the
 /// Task whose admission met it.
 pub async fn invalid_spec_leaves_the_queue(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
-    ns.kubectl.run(&[
-        "annotate",
-        "namespace",
-        &ns.name,
-        "longtask.dev/max-active-tasks=1",
-    ])?;
+    ns.cap_active(1)?;
     let api = tasks(&ns.client, &ns.name);
     ns.apply(&sh_task("holder", "sleep 300", ""))?;
     wait::condition(&api, "holder", "Running", MINUTE).await?;

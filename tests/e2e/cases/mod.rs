@@ -290,4 +290,9 @@ pub static ALL: &[Case] = &[
         chaos::leader_killed_in_a_loop
     ),
     case!(apiserver_restarted, true, apiserver::apiserver_restarted),
+    case!(
+        etcd_restarted_under_a_burst,
+        true,
+        apiserver::etcd_restarted_under_a_burst
+    ),
 ];

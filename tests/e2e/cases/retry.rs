@@ -20,11 +20,14 @@ const MINUTE: Duration = Duration::from_secs(60);
 /// Evicts the running pod of a Task with `retries: 0`: were the eviction
 /// charged, the Task would fail. It completes in a second pod, with one
 /// attempt, a disruption count of 1 naming the evicted pod, and a
-/// Disrupted Event; the Job counts no failure.
+/// Disrupted Event; the Job counts no failure. The program sleeps 40 s so
+/// the eviction lands while it runs even when a loaded node reports the pod
+/// `Running` late (with 15 s, on container nodes in CI, the first pod once
+/// wrote its result before the eviction reached it).
 pub async fn evicted_pod_uses_no_retry(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     ns.apply(&sh_task(
         "evicted",
-        r#"sleep 15; echo "done in $LONGTASK_POD_NAME" > "$LONGTASK_RESULT""#,
+        r#"sleep 40; echo "done in $LONGTASK_POD_NAME" > "$LONGTASK_RESULT""#,
         "  retries: 0\n",
     ))?;
     let pods: Api<Pod> = Api::namespaced(ns.client.clone(), &ns.name);
@@ -44,7 +47,7 @@ pub async fn evicted_pod_uses_no_retry(_c: Arc<Cluster>, ns: TestNs) -> Result<(
         .await
         .with_context(|| format!("evicting {first}"))?;
     let api = tasks(&ns.client, &ns.name);
-    let t = wait::condition(&api, "evicted", "Complete", Duration::from_secs(90)).await?;
+    let t = wait::condition(&api, "evicted", "Complete", Duration::from_secs(150)).await?;
     let st = &t["status"];
     ensure!(
         st["attempts"] == 1,

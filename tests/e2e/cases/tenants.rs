@@ -383,12 +383,7 @@ pub async fn tenant_delete_keeps_recreated_task(_c: Arc<Cluster>, ns: TestNs) ->
     const OLD: usize = 79;
     tenants(&ns)?;
     // No Job starts here: the Tasks finish by their cancel alone.
-    ns.k(&[
-        "annotate",
-        "namespace",
-        &ns.name,
-        "longtask.dev/max-active-tasks=0",
-    ])?;
+    ns.cap_active(0)?;
     let api = tasks(&ns.client, &ns.name);
     let cancelled = |name: &str| sh_task(name, "true", "  cancel: true\n");
     let all: String = (0..OLD)
