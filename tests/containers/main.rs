@@ -98,10 +98,9 @@ static ALL: &[Case] = &[
     ),
 ];
 
-// Cases call kubectl synchronously (std::process) from async code: enough
-// worker threads that those calls never hold up a polling case.
-#[tokio::main(worker_threads = 16)]
-async fn main() {
+// A worker thread per concurrent case (runner::run): cases call kubectl
+// synchronously from async code.
+fn main() {
     let shape = Shape {
         dir: "e2e-containers",
         nodes: 3,
@@ -109,5 +108,5 @@ async fn main() {
         install: Install::Operator,
         runtime: Runtime::Containerd,
     };
-    runner::main(ALL, shape).await;
+    runner::run(ALL, shape);
 }

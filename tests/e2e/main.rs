@@ -15,11 +15,9 @@ mod cases;
 pub use longtask_e2e::runner::Case;
 use longtask_e2e::runner::{self, Install, Runtime, Shape};
 
-// Cases call kubectl synchronously (std::process) from async code; on a
-// 2-core machine the default two worker threads could be held by those calls
-// long enough that a case polling every 100 ms missed a 10 s state.
-#[tokio::main(worker_threads = 16)]
-async fn main() {
+// A worker thread per concurrent case (runner::run): cases call kubectl
+// synchronously from async code.
+fn main() {
     let shape = match std::env::var("LONGTASK_E2E_NODES").as_deref() {
         Ok("containers") => Shape {
             dir: "e2e-cluster-containers",
@@ -40,5 +38,5 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    runner::main(cases::ALL, shape).await;
+    runner::run(cases::ALL, shape);
 }

@@ -392,9 +392,14 @@ pub async fn tenant_recreated_namespace_inherits_nothing(
         "longtask.dev/worker=true",
     ])?;
     let spec = "  podTemplate:\n    serviceAccountName: default\n";
+    // The namespace goes while the Task runs (its account still bound),
+    // so the program outlives the wait: with 5 s, a loaded container node
+    // once ran it start to end between two of the operator's status
+    // writes, and the Task went from waiting to Completed without ever
+    // saying Running. Deleting the namespace ends it.
     old.apply(&sh_task(
         "old",
-        r#"sleep 5; printf ok > "$LONGTASK_RESULT""#,
+        r#"sleep 300; printf ok > "$LONGTASK_RESULT""#,
         spec,
     ))?;
     let api = tasks(&old.client, &old.name);
