@@ -98,9 +98,10 @@ static ALL: &[Case] = &[
     ),
 ];
 
-// A worker thread per concurrent case (runner::run): cases call kubectl
-// synchronously from async code.
-fn main() {
+// Cases call kubectl synchronously (std::process) from async code: enough
+// worker threads that those calls never hold up a polling case.
+#[tokio::main(worker_threads = 16)]
+async fn main() {
     let shape = Shape {
         dir: "e2e-containers",
         nodes: 3,
@@ -108,5 +109,5 @@ fn main() {
         install: Install::Operator,
         runtime: Runtime::Containerd,
     };
-    runner::run(ALL, shape);
+    runner::main(ALL, shape).await;
 }

@@ -15,9 +15,11 @@ mod cases;
 pub use longtask_e2e::runner::Case;
 use longtask_e2e::runner::{self, Install, Runtime, Shape};
 
-// A worker thread per concurrent case (runner::run): cases call kubectl
-// synchronously from async code.
-fn main() {
+// Cases call kubectl synchronously (std::process) from async code; on a
+// 2-core machine the default two worker threads could be held by those calls
+// long enough that a case polling every 100 ms missed a 10 s state.
+#[tokio::main(worker_threads = 16)]
+async fn main() {
     let shape = match std::env::var("LONGTASK_E2E_NODES").as_deref() {
         Ok("containers") => Shape {
             dir: "e2e-cluster-containers",
@@ -38,5 +40,5 @@ fn main() {
             std::process::exit(2);
         }
     };
-    runner::run(cases::ALL, shape);
+    runner::main(cases::ALL, shape).await;
 }

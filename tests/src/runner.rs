@@ -57,28 +57,6 @@ pub enum Install {
     HelmChart,
 }
 
-/// `main` on a runtime with a worker thread for every case that runs
-/// concurrently, and a few more. Cases call kubectl synchronously
-/// (std::process) from async code, a namespace deletion for up to two
-/// minutes: with fewer threads than cases, those calls could hold every
-/// thread while another case polled for a state that came and went (the e2e
-/// suite on container nodes, 16 threads for 66 concurrent cases, once missed
-/// a Task's 21 s of Running).
-pub fn run(cases: &'static [Case], shape: Shape) {
-    let threads = cases.iter().filter(|c| !c.exclusive).count() + 4;
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt.block_on(main(cases, shape)),
-        Err(e) => {
-            println!("e2e: the runtime: {e}");
-            std::process::exit(1);
-        }
-    }
-}
-
 /// Runs the selected `cases` on a fresh cluster of `shape`; exits 1 on any failure.
 pub async fn main(cases: &[Case], shape: Shape) {
     let filters: Vec<String> = std::env::args()
