@@ -96,16 +96,7 @@ pub async fn faults_at_random(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let deadline = Instant::now() + Duration::from_secs(600);
     loop {
         let list = api.list(&ListParams::default()).await?;
-        let finished = list
-            .items
-            .iter()
-            .filter(|t| {
-                matches!(
-                    t.data["status"]["phase"].as_str(),
-                    Some("Completed" | "Failed")
-                )
-            })
-            .count();
+        let finished = longtask_e2e::finished(&list.items);
         if finished == n {
             break;
         }

@@ -569,6 +569,20 @@ pub fn tasks(client: &Client, ns: &str) -> Api<kube::api::DynamicObject> {
     Api::namespaced_with(client.clone(), ns, &ar)
 }
 
+/// How many of `items` (Tasks, as `tasks` reads them) have ended: phase
+/// Completed or Failed.
+pub fn finished(items: &[kube::api::DynamicObject]) -> usize {
+    items
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.data["status"]["phase"].as_str(),
+                Some("Completed" | "Failed")
+            )
+        })
+        .count()
+}
+
 /// A Task manifest running `sh -c SCRIPT`, with extra spec lines (YAML,
 /// indented by four spaces) appended.
 pub fn sh_task(name: &str, script: &str, extra_spec: &str) -> String {

@@ -62,16 +62,7 @@ pub async fn leader_killed_in_a_loop(c: Arc<Cluster>, ns: TestNs) -> Result<()> 
             ns.apply(&b.join("---\n"))?;
         }
         let list = api.list(&ListParams::default()).await?;
-        let done = list
-            .items
-            .iter()
-            .filter(|t| {
-                matches!(
-                    t.data["status"]["phase"].as_str(),
-                    Some("Completed" | "Failed")
-                )
-            })
-            .count();
+        let done = longtask_e2e::finished(&list.items);
         if done == expects.len() {
             break;
         }
