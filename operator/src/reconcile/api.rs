@@ -19,7 +19,7 @@ use tracing::{info, warn};
 use crate::call::{self, CallError};
 use crate::context::Context;
 use crate::reconcile::apply_json::apply_json;
-use crate::status::events::Note;
+use crate::status::events::{Note, reason};
 use crate::status::{kueue, observe};
 use crate::telemetry::metrics::Metrics;
 
@@ -293,6 +293,11 @@ pub async fn delete_task(
     if delete_task_fenced(ctx, &namespace, &name, task.metadata.uid.as_deref()).await? {
         info!(namespace = %namespace, task = %name, why, "deleted finished Task");
         ctx.metrics.task_deleted(rule);
+        // Said where its owner looks (`kubectl get events`), not only in
+        // our log: the Events outlive the Task by the API server's TTL.
+        let reason = reason::DELETED.as_str();
+        let ev = event(false, reason, &format!("deleted: {why}"), "Delete");
+        publish_on(ctx, task.object_ref(&()), vec![(reason, ev)]);
     }
     Ok(())
 }

@@ -33,6 +33,8 @@ pub enum EventReason {
     Failed,
     /// The Task was cancelled.
     Cancelled,
+    /// Retention deleted the finished Task (the note says by which rule).
+    Deleted,
     /// A Job with the Task's name belongs to someone else.
     JobOwnedByOther,
     /// A result ConfigMap not written by this Task's current Job was ignored.
@@ -58,6 +60,7 @@ pub mod reason {
     pub const COMPLETED: EventReason = EventReason::Completed;
     pub const FAILED: EventReason = EventReason::Failed;
     pub const CANCELLED: EventReason = EventReason::Cancelled;
+    pub const DELETED: EventReason = EventReason::Deleted;
     pub const JOB_OWNED_BY_OTHER: EventReason = EventReason::JobOwnedByOther;
     pub const FOREIGN_RESULT: EventReason = EventReason::ForeignResult;
 }
