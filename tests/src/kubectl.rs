@@ -9,6 +9,20 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 
+/// Runs `f`, which waits on a child process, after telling the async
+/// runtime so: the tasks queued on this worker thread move to another one
+/// meanwhile. Without it, 70 concurrent cases on 16 threads starved each
+/// other: a case's 100 ms poll returned 20 s late while kubectl calls held
+/// the threads (retention_deletes_after_time in CI). On a current-thread
+/// runtime, or outside one, `f` just runs.
+pub fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => tokio::task::block_in_place(f),
+        _ => f(),
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Kubectl {
     kubeconfig: PathBuf,
@@ -29,7 +43,7 @@ impl Kubectl {
 
     /// Runs kubectl; Ok(stdout) on success, Err(stderr and stdout) otherwise.
     pub fn run(&self, args: &[&str]) -> Result<String> {
-        let out = self.command().args(args).output().context("run kubectl")?;
+        let out = blocking(|| self.command().args(args).output()).context("run kubectl")?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() {
             bail!(
@@ -46,13 +60,14 @@ impl Kubectl {
     /// `kubectl auth can-i ARGS... --as USER`: the API server's answer, yes
     /// or no (kubectl exits 1 on no, so the exit code alone is no error).
     pub fn can_i(&self, user: &str, args: &[&str]) -> Result<bool> {
-        let out = self
-            .command()
-            .args(["auth", "can-i"])
-            .args(args)
-            .args(["--as", user])
-            .output()
-            .context("run kubectl auth can-i")?;
+        let out = blocking(|| {
+            self.command()
+                .args(["auth", "can-i"])
+                .args(args)
+                .args(["--as", user])
+                .output()
+        })
+        .context("run kubectl auth can-i")?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         match stdout.lines().last().map(str::trim) {
             Some("yes") => Ok(true),
@@ -80,12 +95,12 @@ impl Kubectl {
             .stderr(Stdio::piped())
             .spawn()
             .context("spawn kubectl")?;
-        child
-            .stdin
-            .take()
-            .context("kubectl stdin")?
-            .write_all(input.as_bytes())?;
-        let out = child.wait_with_output()?;
+        let mut pipe = child.stdin.take().context("kubectl stdin")?;
+        let out = blocking(|| {
+            pipe.write_all(input.as_bytes())?;
+            drop(pipe);
+            child.wait_with_output()
+        })?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() {
             bail!(
@@ -119,10 +134,8 @@ impl Kubectl {
 
     /// Runs the plugin to its end; its exit code and output, whatever they are.
     pub fn plugin(&self, ns: &str, args: &[&str]) -> Result<Output> {
-        let out = self
-            .plugin_command(ns, args)
-            .output()
-            .context("run kubectl longtask")?;
+        let out =
+            blocking(|| self.plugin_command(ns, args).output()).context("run kubectl longtask")?;
         Ok(Output {
             code: out.status.code(),
             stdout: out.stdout,

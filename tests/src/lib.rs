@@ -252,9 +252,7 @@ impl Cluster {
     }
 
     fn run_devcluster(&self, args: &[&str]) -> Result<String> {
-        let out = Command::new(devcluster())
-            .args(args)
-            .output()
+        let out = kubectl::blocking(|| Command::new(devcluster()).args(args).output())
             .with_context(|| format!("run devcluster {args:?}"))?;
         let text = format!(
             "{}{}",
@@ -310,15 +308,14 @@ impl Cluster {
         }
         // Helm keeps its cache and config in the cluster's directory, not
         // in the home directory.
-        let out = Command::new(&helm)
-            .arg("--kubeconfig")
+        let mut cmd = Command::new(&helm);
+        cmd.arg("--kubeconfig")
             .arg(&self.kubeconfig)
             .args(args)
             .env("HELM_CACHE_HOME", self.dir.join("helm/cache"))
             .env("HELM_CONFIG_HOME", self.dir.join("helm/config"))
-            .env("HELM_DATA_HOME", self.dir.join("helm/data"))
-            .output()
-            .context("run helm")?;
+            .env("HELM_DATA_HOME", self.dir.join("helm/data"));
+        let out = kubectl::blocking(|| cmd.output()).context("run helm")?;
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         if !out.status.success() {
             bail!(
