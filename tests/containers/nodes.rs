@@ -139,7 +139,7 @@ async fn stop_under(
     name: &str,
     node: &str,
 ) -> Result<(String, Duration)> {
-    let script = r#"echo "on $(hostname)"; sleep 40; echo moved > "$LONGTASK_RESULT""#;
+    let script = r#"echo "on $(hostname)"; sleep 20; echo moved > "$LONGTASK_RESULT""#;
     ns.apply(&sh_task(name, script, &prefer(node)))?;
     let first = running_on(ns, name, node).await?;
     let stopped = Instant::now();
@@ -243,7 +243,7 @@ pub async fn out_of_service_taint_moves_the_task(c: Arc<Cluster>, ns: TestNs) ->
 pub async fn drain_moves_the_task(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let node = quiet_node(&c).await?;
     let log = JobLog::start(&ns.client, &ns.name);
-    let script = r#"echo "on $(hostname)"; sleep 40; echo moved > "$LONGTASK_RESULT""#;
+    let script = r#"echo "on $(hostname)"; sleep 20; echo moved > "$LONGTASK_RESULT""#;
     ns.apply(&sh_task("drained", script, &prefer(&node)))?;
     let outcome = async {
         let first = running_on(&ns, "drained", &node).await?;
