@@ -260,7 +260,7 @@ pub async fn plugin_run_follow_streams(_c: Arc<Cluster>, ns: TestNs) -> Result<(
     // so the window is wide and the bar low.
     ensure!(
         last.saturating_sub(first) >= Duration::from_secs(5),
-        "line 1 at {first:?}, line 12 at {last:?}: not streamed\n{lines:#?}"
+        "line 1 at {first:?}, line 20 at {last:?}: not streamed\n{lines:#?}"
     );
     ensure!(
         lines.last().is_some_and(|(_, l)| l.trim() == "42"),
