@@ -1,9 +1,23 @@
 //! Pure: who may talk to the UI server. It listens on 127.0.0.1 only, and
-//! still every request must carry the token printed with the URL (as a
-//! cookie once the first page set it), name this server in its Host
-//! header (a page of another site that rebinds its DNS name to 127.0.0.1
-//! sends its own name), and, when a browser says where a request comes
-//! from (Origin), come from this server's own pages.
+//! still every request must name this server in its Host header (a page
+//! of another site that rebinds its DNS name to 127.0.0.1 sends its own
+//! name) and, when a browser says where a request comes from (Origin),
+//! come from this server's own pages. Every API request must also carry
+//! the token in the `X-Longtask-Token` header: never a cookie (browsers
+//! send a cookie of 127.0.0.1 to every port of it, so to every other local
+//! server) and never the URL's query (server logs, Referer). A plain HTML
+//! form cannot set a header, and a page of another origin that tries
+//! meets a CORS preflight this server refuses. The three static assets
+//! carry no data and are served without the token.
+
+use axum::http::{HeaderMap, HeaderName, header};
+
+/// The header every API request carries the token in.
+pub const TOKEN_HEADER: HeaderName = HeaderName::from_static("x-longtask-token");
+
+/// The paths served without the token: the page and its script and
+/// style, the same bytes for everyone.
+const STATIC: [&str; 3] = ["/", "/app.js", "/app.css"];
 
 /// What the server checks requests against.
 #[derive(Clone, Debug)]
@@ -19,7 +33,7 @@ pub enum Refusal {
     Host(String),
     /// The Origin header names another site (a cross-site request).
     Origin(String),
-    /// No token, or a wrong one.
+    /// No token header, or a wrong one.
     Token,
 }
 
@@ -33,23 +47,12 @@ impl Refusal {
             Refusal::Origin(o) => {
                 format!("refused: a request from {o:?}, not from this server's own pages")
             }
-            Refusal::Token => {
-                "refused: no token or a wrong one: open the URL that `kubectl longtask ui` printed"
-                    .to_owned()
-            }
+            Refusal::Token => format!(
+                "refused: no token or a wrong one in the {TOKEN_HEADER} header: \
+                 open the URL that `kubectl longtask ui` printed"
+            ),
         }
     }
-}
-
-/// What a request carries that the guard reads.
-#[derive(Debug, Default)]
-pub struct Seen<'a> {
-    pub host: Option<&'a str>,
-    pub origin: Option<&'a str>,
-    /// The `Cookie` header(s).
-    pub cookies: Vec<&'a str>,
-    /// The query string, for `token=`.
-    pub query: Option<&'a str>,
 }
 
 impl Guard {
@@ -61,19 +64,11 @@ impl Guard {
         })
     }
 
-    /// The cookie that carries the token: one name per port, since
-    /// browsers share cookies across the ports of a host.
-    pub fn cookie_name(&self) -> String {
-        format!("longtask_ui_{}", self.port)
-    }
-
-    /// The `Set-Cookie` value after a request with the token in its URL.
-    pub fn set_cookie(&self) -> String {
-        format!(
-            "{}={}; Path=/; HttpOnly; SameSite=Strict",
-            self.cookie_name(),
-            self.token
-        )
+    /// The page's URL with the token in its fragment, which a browser
+    /// never sends to any server; the page's script moves it into the
+    /// tab's session storage and out of the address bar.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/#token={}", self.port, self.token)
     }
 
     fn own(&self, host: &str) -> bool {
@@ -85,54 +80,40 @@ impl Guard {
         .any(|h| h == host)
     }
 
-    /// Ok(true) when the token came in the URL (set the cookie then).
-    pub fn check(&self, r: &Seen<'_>) -> Result<bool, Refusal> {
-        let host = r.host.unwrap_or_default();
+    /// Whether a request for `path` with `headers` may be answered. Only
+    /// the headers named here are read: a cookie or a `token=` in the
+    /// query counts for nothing.
+    pub fn check(&self, path: &str, headers: &HeaderMap) -> Result<(), Refusal> {
+        let text = |name: &HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+        let host = text(&header::HOST).unwrap_or_default();
         if !self.own(host) {
             return Err(Refusal::Host(host.to_owned()));
         }
-        if let Some(o) = r.origin {
+        if let Some(o) = text(&header::ORIGIN) {
             let site = o.strip_prefix("http://").filter(|h| self.own(h)).is_some();
             if !site {
                 return Err(Refusal::Origin(o.to_owned()));
             }
         }
-        let in_url = r
-            .query
-            .into_iter()
-            .flat_map(|q| q.split('&'))
-            .filter_map(|kv| kv.strip_prefix("token="))
-            .any(|t| same(t, &self.token));
-        if in_url {
-            return Ok(true);
+        if STATIC.contains(&path) {
+            return Ok(());
         }
-        let name = self.cookie_name();
-        let in_cookie = r
-            .cookies
-            .iter()
-            .flat_map(|c| c.split(';'))
-            .filter_map(|kv| kv.trim().split_once('='))
-            .any(|(k, v)| k == name && same(v, &self.token));
-        if in_cookie {
-            Ok(false)
-        } else {
-            Err(Refusal::Token)
+        let mut given = headers.get_all(&TOKEN_HEADER).iter();
+        match (given.next(), given.next()) {
+            (Some(t), None) if same(t.as_bytes(), self.token.as_bytes()) => Ok(()),
+            _ => Err(Refusal::Token),
         }
     }
 }
 
 /// Compares without stopping at the first difference, so the time taken
 /// does not tell how much of a guess was right.
-fn same(a: &str, b: &str) -> bool {
-    a.len() == b.len()
-        && a.bytes()
-            .zip(b.bytes())
-            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
-            == 0
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// 32 random bytes from the kernel, as hex.
-fn random_token() -> std::io::Result<String> {
+pub fn random_token() -> std::io::Result<String> {
     use std::io::Read;
     let mut buf = [0u8; 32];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut buf)?;
@@ -150,96 +131,143 @@ mod tests {
         }
     }
 
-    fn seen<'a>(
-        host: &'a str,
-        origin: Option<&'a str>,
-        cookie: Option<&'a str>,
-        query: Option<&'a str>,
-    ) -> Seen<'a> {
-        Seen {
-            host: Some(host),
-            origin,
-            cookies: cookie.into_iter().collect(),
-            query,
+    /// Request headers from name-value pairs.
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (n, v) in pairs {
+            h.append(
+                HeaderName::from_bytes(n.as_bytes()).expect("name"),
+                v.parse().expect("value"),
+            );
+        }
+        h
+    }
+
+    const HOST: (&str, &str) = ("host", "127.0.0.1:8123");
+
+    #[test]
+    fn the_api_takes_the_token_in_its_header_only() {
+        let g = guard();
+        let api = "/api/tasks/ns/t/cancel";
+        assert_eq!(
+            g.check(api, &headers(&[HOST, ("x-longtask-token", "abc123")])),
+            Ok(())
+        );
+        assert_eq!(
+            g.check(
+                "/api/config",
+                &headers(&[("host", "localhost:8123"), ("X-Longtask-Token", "abc123")])
+            ),
+            Ok(())
+        );
+        // The old ways in: the cookie the first page set, and the token
+        // in the query (the path seen here never includes it anyway).
+        for cookie in ["longtask_ui_8123=abc123", "a=b; longtask_ui_8123=abc123"] {
+            assert_eq!(
+                g.check(api, &headers(&[HOST, ("cookie", cookie)])),
+                Err(Refusal::Token),
+                "{cookie}"
+            );
+        }
+        assert_eq!(
+            g.check(&format!("{api}?token=abc123"), &headers(&[HOST])),
+            Err(Refusal::Token)
+        );
+        // Nothing, a wrong token, a prefix of it, or two of them.
+        for bad in [
+            &[][..],
+            &["abc124"],
+            &["abc12"],
+            &["abc1234"],
+            &["abc123", "x"],
+        ] {
+            let mut h = headers(&[HOST]);
+            for t in bad {
+                h.append(&TOKEN_HEADER, t.parse().expect("value"));
+            }
+            assert_eq!(g.check(api, &h), Err(Refusal::Token), "{bad:?}");
         }
     }
 
     #[test]
-    fn the_token_comes_in_the_url_or_the_cookie() {
+    fn a_same_origin_post_without_the_header_is_refused() {
+        // What a form on a page of this very origin would send.
         let g = guard();
-        assert_eq!(
-            g.check(&seen("127.0.0.1:8123", None, None, Some("token=abc123"))),
-            Ok(true)
-        );
-        assert_eq!(
-            g.check(&seen(
-                "localhost:8123",
-                None,
-                Some("a=b; longtask_ui_8123=abc123"),
-                None
-            )),
-            Ok(false)
-        );
-        assert_eq!(
-            g.check(&seen("127.0.0.1:8123", None, None, None)),
-            Err(Refusal::Token)
-        );
-        assert_eq!(
-            g.check(&seen("127.0.0.1:8123", None, None, Some("token=abc124"))),
-            Err(Refusal::Token)
-        );
-        // Another port's cookie is another server's.
-        assert_eq!(
-            g.check(&seen(
-                "127.0.0.1:8123",
-                None,
-                Some("longtask_ui_9000=abc123"),
-                None
-            )),
-            Err(Refusal::Token)
-        );
-        assert_eq!(
-            g.check(&seen("127.0.0.1:8123", None, None, Some("token=abc12"))),
-            Err(Refusal::Token)
-        );
+        let h = headers(&[
+            HOST,
+            ("origin", "http://127.0.0.1:8123"),
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("cookie", "longtask_ui_8123=abc123"),
+        ]);
+        assert_eq!(g.check("/api/tasks/ns/t/cancel", &h), Err(Refusal::Token));
+    }
+
+    #[test]
+    fn static_assets_need_no_token_but_this_host() {
+        let g = guard();
+        for path in STATIC {
+            assert_eq!(g.check(path, &headers(&[HOST])), Ok(()), "{path}");
+            assert!(matches!(
+                g.check(path, &headers(&[("host", "evil.example:8123")])),
+                Err(Refusal::Host(_))
+            ));
+        }
+        // Anything else is not a static asset, whatever it looks like.
+        for path in ["/app.js/", "/index.html", "/api/", "//", "/favicon.ico"] {
+            assert_eq!(
+                g.check(path, &headers(&[HOST])),
+                Err(Refusal::Token),
+                "{path}"
+            );
+        }
     }
 
     #[test]
     fn foreign_hosts_and_origins_are_refused_even_with_the_token() {
         let g = guard();
-        let q = Some("token=abc123");
+        let t = ("x-longtask-token", "abc123");
+        let api = "/api/config";
         assert!(matches!(
-            g.check(&seen("evil.example:8123", None, None, q)),
+            g.check(api, &headers(&[("host", "evil.example:8123"), t])),
             Err(Refusal::Host(_))
         ));
         assert!(matches!(
-            g.check(&seen("127.0.0.1:9999", None, None, q)),
+            g.check(api, &headers(&[("host", "127.0.0.1:9999"), t])),
             Err(Refusal::Host(_))
         ));
         assert!(matches!(
-            g.check(&seen(
-                "127.0.0.1:8123",
-                Some("http://evil.example"),
-                None,
-                q
-            )),
+            g.check(api, &headers(&[HOST, ("origin", "http://evil.example"), t])),
+            Err(Refusal::Origin(_))
+        ));
+        // Another port of this machine is another origin.
+        assert!(matches!(
+            g.check(
+                api,
+                &headers(&[HOST, ("origin", "http://127.0.0.1:9000"), t])
+            ),
             Err(Refusal::Origin(_))
         ));
         assert!(matches!(
-            g.check(&seen("127.0.0.1:8123", Some("null"), None, q)),
+            g.check(api, &headers(&[HOST, ("origin", "null"), t])),
             Err(Refusal::Origin(_))
         ));
         assert_eq!(
-            g.check(&seen(
-                "127.0.0.1:8123",
-                Some("http://localhost:8123"),
-                None,
-                q
-            )),
-            Ok(true)
+            g.check(
+                api,
+                &headers(&[HOST, ("origin", "http://localhost:8123"), t])
+            ),
+            Ok(())
         );
-        let none = Seen::default();
-        assert!(matches!(g.check(&none), Err(Refusal::Host(_))));
+        assert!(matches!(
+            g.check("/", &HeaderMap::new()),
+            Err(Refusal::Host(_))
+        ));
+    }
+
+    #[test]
+    fn the_url_carries_the_token_in_its_fragment() {
+        let g = guard();
+        assert_eq!(g.url(), "http://127.0.0.1:8123/#token=abc123");
     }
 
     #[test]

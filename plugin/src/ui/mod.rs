@@ -2,18 +2,20 @@
 //! from this process, talking to the API server as the user (the same
 //! kubeconfig, context and impersonation as every other command), so RBAC
 //! decides what each person sees and may do. Every asset is in the binary.
-//! The list is one watch pushed to the page as server-sent events of
-//! trimmed rows (`rows.rs`); who may ask is `guard.rs`.
+//! The list is one watch pushed to the page as a stream of server-sent
+//! events of trimmed rows (`rows.rs`); who may ask is `guard.rs`; how the
+//! browser is opened without the token on a command line, `opener.rs`.
 
 mod api;
 mod guard;
+mod opener;
 mod rows;
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::{Request, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -45,17 +47,52 @@ pub async fn run(k: Kube, a: UiArgs, context: String) -> Result<(), Error> {
         context,
         guard: Guard::new(port)?,
     });
-    let url = format!("http://127.0.0.1:{port}/?token={}", ui.guard.token);
+    let url = ui.guard.url();
+    // The terminal is the user's own: the URL with its token is printed.
     crate::out(format!("longtask ui: {url}\n(Ctrl-C stops it)\n"))?;
-    if !a.no_browser {
-        open_browser(&url);
+    // Held until the server stops: dropping it removes the file.
+    let _opened = if a.no_browser {
+        None
+    } else {
+        open_browser(&url)
+    };
+    let (said, heard) = tokio::sync::oneshot::channel();
+    let serving = axum::serve(listener, router(ui)).with_graceful_shutdown(async {
+        stopped().await;
+        let _ = said.send(());
+    });
+    // An open page holds its event streams open for good, and a graceful
+    // shutdown waits for them: once stopped, the server has a moment to
+    // finish what is in flight and is then dropped, streams and all.
+    let grace = async {
+        match heard.await {
+            Ok(()) => tokio::time::sleep(std::time::Duration::from_secs(2)).await,
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        served = serving.into_future() => served?,
+        () = grace => {}
     }
-    axum::serve(listener, router(ui))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await?;
     Ok(())
+}
+
+/// Ctrl-C, a `kill` or the terminal closing: each stops the server
+/// gracefully, so the redirect file is removed.
+async fn stopped() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::hangup()),
+    ) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+        _ = hup.recv() => {}
+    }
 }
 
 /// The routes, behind the guard.
@@ -80,84 +117,86 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/api/tasks/{ns}/{name}/result", get(api::result))
         .route("/api/tasks/{ns}/{name}/cancel", post(api::cancel))
         .route("/api/tasks/{ns}/{name}/rerun", post(api::rerun))
+        .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(ui.clone(), guarded))
+        .layer(middleware::from_fn(hardened))
         .with_state(ui)
 }
 
 fn page(body: &'static str, kind: &'static str) -> Response {
-    (
-        [
-            (header::CONTENT_TYPE, kind),
-            (header::CACHE_CONTROL, "no-store"),
-            // Nothing from anywhere else: no CDN, no inline script.
-            (
-                header::CONTENT_SECURITY_POLICY,
-                "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
-            ),
-            (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-        ],
-        body,
-    )
-        .into_response()
+    ([(header::CONTENT_TYPE, kind)], body).into_response()
 }
 
-/// Refuses what `Guard` refuses (403 with why); the first request with
-/// the token in its URL gets the cookie and is sent on without it.
+/// Refuses what `Guard` refuses (403 with why).
 async fn guarded(State(ui): State<Arc<Ui>>, req: Request, next: Next) -> Response {
-    let h = req.headers();
-    let text = |h: &HeaderMap, name: header::HeaderName| {
-        h.get(name).and_then(|v| v.to_str().ok()).map(str::to_owned)
-    };
-    let host = text(h, header::HOST);
-    let origin = text(h, header::ORIGIN);
-    let cookies: Vec<String> = h
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok().map(str::to_owned))
-        .collect();
-    let seen = guard::Seen {
-        host: host.as_deref(),
-        origin: origin.as_deref(),
-        cookies: cookies.iter().map(String::as_str).collect(),
-        query: req.uri().query(),
-    };
-    match ui.guard.check(&seen) {
+    match ui.guard.check(req.uri().path(), req.headers()) {
         Err(why) => (StatusCode::FORBIDDEN, why.message()).into_response(),
-        // The page's URL loses the token (out of the history and of
-        // screenshots); the cookie carries it from now on.
-        Ok(true) if req.uri().path() == "/" => (
-            StatusCode::SEE_OTHER,
-            [
-                (header::SET_COOKIE, ui.guard.set_cookie()),
-                (header::LOCATION, "/".to_owned()),
-            ],
-        )
-            .into_response(),
-        Ok(true) => {
-            let mut res = next.run(req).await;
-            if let Ok(v) = ui.guard.set_cookie().parse() {
-                res.headers_mut().insert(header::SET_COOKIE, v);
-            }
-            res
-        }
-        Ok(false) => next.run(req).await,
+        Ok(()) => next.run(req).await,
     }
 }
 
-/// Opens `url` in the user's browser (xdg-open, or open on macOS); a
-/// machine without one just has the printed URL.
-fn open_browser(url: &str) {
+/// The headers every answer carries, refusals, errors, JSON and streams
+/// included: no type sniffing, no caching, no Referer, and nothing loaded
+/// from anywhere else (no CDN, no inline script).
+async fn hardened(req: Request, next: Next) -> Response {
+    let mut res = next.run(req).await;
+    let h = res.headers_mut();
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+        ),
+    );
+    res
+}
+
+/// Opens the page in the user's browser (xdg-open, or open on macOS)
+/// through a private redirect file, never with the token as an argument;
+/// a machine without an opener just has the printed URL.
+fn open_browser(url: &str) -> Option<opener::Redirect> {
+    let unique = match guard::random_token() {
+        Ok(t) => t.chars().take(16).collect::<String>(),
+        Err(e) => {
+            crate::note!("no browser opened ({e}): open the URL above");
+            return None;
+        }
+    };
+    let redirect = match opener::Redirect::write(url, &unique) {
+        Ok(r) => r,
+        Err(e) => {
+            crate::note!(
+                "no browser opened ({}): open the URL above",
+                crate::chain(&e)
+            );
+            return None;
+        }
+    };
     let opener = if cfg!(target_os = "macos") {
         "open"
     } else {
         "xdg-open"
     };
     let spawned = std::process::Command::new(opener)
-        .arg(url)
+        .arg(redirect.url())
+        .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn();
-    if spawned.is_err() {
-        crate::note!("no browser opened ({opener} not found): open the URL above");
+    match spawned {
+        // Reaped when it exits, so no zombie is left while the server runs.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(_) => crate::note!("no browser opened ({opener} not found): open the URL above"),
     }
+    Some(redirect)
 }

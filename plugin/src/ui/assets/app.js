@@ -1,19 +1,109 @@
 // longtask UI: one page, three views (#/ list, #/task/NS/NAME, #/timeline).
 // The server (kubectl longtask ui) watches Tasks as the user and pushes
-// trimmed rows over server-sent events; nothing here polls per row.
+// trimmed rows as a stream of server-sent events; nothing here polls per
+// row. Every API call carries the token in a header (never a cookie: a
+// cookie of 127.0.0.1 goes to every port of it); the token comes once in
+// the URL's fragment and stays in this tab's session storage.
 "use strict";
 
 const $ = (sel, root = document) => root.querySelector(sel);
 const rows = new Map();   // key "ns/name" -> row from the server
 const order = [];         // keys, stable: by creation time, then namespace/name
-let listSource = null;    // the EventSource of the list
-let taskSource = null;    // the EventSource of the open Task
-let logSource = null;     // the EventSource of its log
+let listSource = null;    // the stream of the list
+let taskSource = null;    // the stream of the open Task
+let logSource = null;     // the stream of its log
 let pending = new Set();  // keys changed since the last paint
 let paintQueued = false;
 let needsFullPaint = true;
 // Whether the list stream has sent its first full list (`reset`).
 let listed = false;
+
+// ---- the token and the streams ----------------------------------------------
+
+const TOKEN_KEY = "longtask-ui-token";
+
+// Takes the token out of a `#token=…` fragment into session storage (this
+// origin, port included, and this tab only) and out of the address bar
+// and its history; true when there was one.
+function takeToken() {
+  const m = /^#token=([0-9a-f]+)$/.exec(location.hash);
+  if (!m) return false;
+  sessionStorage.setItem(TOKEN_KEY, m[1]);
+  history.replaceState(null, "", location.pathname + "#/");
+  return true;
+}
+
+function authHeaders() {
+  return {"X-Longtask-Token": sessionStorage.getItem(TOKEN_KEY) || ""};
+}
+
+// fetch() with the token; never with cookies.
+function api(path, init = {}) {
+  return fetch(path, {...init, headers: {...authHeaders(), ...(init.headers || {})}, credentials: "omit", cache: "no-store"});
+}
+
+// One server-sent event block ("event: x\ndata: …") as [event, data];
+// null for a comment (the keep-alive) or a block without data.
+function sseBlock(block) {
+  let event = "message";
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line === "" || line.startsWith(":")) continue;
+    const i = line.indexOf(":");
+    const field = i < 0 ? line : line.slice(0, i);
+    let value = i < 0 ? "" : line.slice(i + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") event = value;
+    else if (field === "data") data.push(value);
+  }
+  return data.length ? [event, data.join("\n")] : null;
+}
+
+// Follows a stream of server-sent events with fetch(), since EventSource
+// cannot send a header: `on[event]({data})` for each event; `opened()`
+// each time the stream (re)starts, `broken(text)` when it fails or ends;
+// it starts again after 1 s, doubling to 15 s, until close().
+function follow(path, on, {opened = () => {}, broken = () => {}} = {}) {
+  const stop = new AbortController();
+  let closed = false;
+  let delay = 1000;
+  const once = async () => {
+    const res = await api(path, {signal: stop.signal, headers: {"Accept": "text/event-stream"}});
+    if (!res.ok) {
+      const text = (await res.text().catch(() => "")).trim();
+      throw new Error(text || `HTTP ${res.status}`);
+    }
+    delay = 1000;
+    opened();
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const {value, done} = await reader.read();
+      if (done || closed) return;
+      buf += value.replace(/\r/g, "");
+      let cut;
+      while (!closed && (cut = buf.indexOf("\n\n")) >= 0) {
+        const ev = sseBlock(buf.slice(0, cut));
+        buf = buf.slice(cut + 2);
+        if (ev && on[ev[0]]) on[ev[0]]({data: ev[1]});
+      }
+    }
+  };
+  (async () => {
+    while (!closed) {
+      try {
+        await once();
+        if (!closed) broken("the stream ended; reconnecting…");
+      } catch (err) {
+        if (closed) return;
+        broken(String(err.message || err));
+      }
+      await new Promise(r => setTimeout(r, delay));
+      delay = Math.min(2 * delay, 15000);
+    }
+  })();
+  return {close() { closed = true; stop.abort(); }};
+}
 
 // ---- helpers -------------------------------------------------------------
 
@@ -253,11 +343,13 @@ setInterval(() => {
 
 function connectList() {
   if (listSource) return;
-  listSource = new EventSource("/api/tasks/stream");
   const live = $("#live");
-  listSource.addEventListener("open", () => { live.textContent = "live"; live.className = "live on"; });
-  listSource.addEventListener("error", () => { live.textContent = "reconnecting…"; live.className = "live off"; });
-  listSource.addEventListener("reset", e => {
+  const on = {};
+  listSource = follow("/api/tasks/stream", on, {
+    opened: () => { live.textContent = "live"; live.className = "live on"; },
+    broken: text => { live.textContent = text; live.className = "live off"; },
+  });
+  on.reset = e => {
     const d = JSON.parse(e.data);
     rows.clear();
     order.length = 0;
@@ -269,8 +361,8 @@ function connectList() {
     needsFullPaint = true;
     schedulePaint();
     if (route().path === "/timeline") drawTimeline();
-  });
-  listSource.addEventListener("upsert", e => {
+  };
+  on.upsert = e => {
     const r = JSON.parse(e.data);
     const had = rows.has(r.key);
     rows.set(r.key, r);
@@ -279,8 +371,8 @@ function connectList() {
     pending.add(r.key);
     schedulePaint();
     if (route().path === "/timeline") scheduleTimeline();
-  });
-  listSource.addEventListener("delete", e => {
+  };
+  on.delete = e => {
     const {key} = JSON.parse(e.data);
     if (!rows.delete(key)) return;
     const i = order.indexOf(key);
@@ -288,11 +380,11 @@ function connectList() {
     pending.add(key);
     schedulePaint();
     if (route().path === "/timeline") scheduleTimeline();
-  });
-  listSource.addEventListener("failure", e => {
+  };
+  on.failure = e => {
     live.textContent = JSON.parse(e.data).message;
     live.className = "live off";
-  });
+  };
 }
 
 function namespaces() {
@@ -321,26 +413,28 @@ function openTask(ns, name) {
   $("#action-result").textContent = "";
   const base = apiPath(ns, name);
   let conditions = [], events = [];
-  taskSource = new EventSource(base + "/stream");
-  taskSource.addEventListener("task", e => {
-    const d = JSON.parse(e.data);
-    showStatus(d);
-    conditions = d.status?.conditions || [];
-    showHistory(conditions, events);
-    showResult(base, d);
-  });
-  taskSource.addEventListener("events", e => {
-    events = JSON.parse(e.data);
-    showHistory(conditions, events);
-  });
-  taskSource.addEventListener("gone", () => {
-    $("#action-result").textContent = "this Task does not exist (any more)";
-  });
-  taskSource.addEventListener("failure", e => {
+  const failed = text => {
     const out = $("#action-result");
     out.className = "error";
-    out.textContent = JSON.parse(e.data).message;
-  });
+    out.textContent = text;
+  };
+  taskSource = follow(base + "/stream", {
+    task: e => {
+      const d = JSON.parse(e.data);
+      showStatus(d);
+      conditions = d.status?.conditions || [];
+      showHistory(conditions, events);
+      showResult(base, d);
+    },
+    events: e => {
+      events = JSON.parse(e.data);
+      showHistory(conditions, events);
+    },
+    gone: () => {
+      $("#action-result").textContent = "this Task does not exist (any more)";
+    },
+    failure: e => failed(JSON.parse(e.data).message),
+  }, {broken: failed});
   followLog(base);
 }
 
@@ -396,30 +490,83 @@ function showResult(base, d) {
   }
   const note = s.resultTruncated ? `<p class="muted">the status holds the first 32 KiB; the download has every byte</p>` : "";
   $("#result").innerHTML = `<pre class="result" id="result-text">${esc(s.result || "")}</pre>${note}` +
-    `<p><a id="result-download" href="${base}/result" download>Download the exact bytes</a>` +
-    (s.resultDigest ? ` <span class="muted">(checked against ${esc(s.resultDigest)})</span>` : "") + `</p>`;
+    `<p><button id="result-download" type="button">Download the exact bytes</button>` +
+    (s.resultDigest ? ` <span class="muted">(checked against ${esc(s.resultDigest)})</span>` : "") +
+    ` <span id="download-state" role="status"></span></p>`;
+  $("#result-download").addEventListener("click", () => download(base, d.row.name));
 }
+
+// A link cannot send the token's header: the bytes are fetched with it
+// and saved from a blob.
+async function download(base, name) {
+  const state = $("#download-state");
+  state.className = "";
+  state.textContent = "downloading…";
+  try {
+    const res = await api(base + "/result");
+    if (!res.ok) {
+      const body = await res.json().catch(() => ({}));
+      throw new Error(body.error || `HTTP ${res.status}`);
+    }
+    const url = URL.createObjectURL(await res.blob());
+    const a = document.createElement("a");
+    a.href = url;
+    a.download = `${name}.result`;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 60000);
+    state.textContent = "";
+  } catch (err) {
+    state.className = "error";
+    state.textContent = `download failed: ${err.message || err}`;
+  }
+}
+
+// The log view holds at most this many lines (pod headings and notes
+// included); older ones are dropped, and a marker at the top counts them.
+const LOG_LINES = 5000;
 
 function followLog(base) {
   const log = $("#log"), state = $("#log-state");
-  state.textContent = "(following)";
-  logSource = new EventSource(base + "/log");
+  let dropped = 0;
+  let marker = null;
+  const reset = () => {
+    log.textContent = "";
+    dropped = 0;
+    marker = document.createElement("span");
+    marker.className = "dropped";
+    marker.hidden = true;
+    log.appendChild(marker);
+    state.textContent = "(following)";
+  };
+  reset();
   const add = (cls, text) => {
     const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
     const el = document.createElement("span");
     if (cls) el.className = cls;
     el.textContent = text.endsWith("\n") ? text : text + "\n";
     log.appendChild(el);
+    // The marker is the first child: lines are children 1..n.
+    if (log.childElementCount - 1 > LOG_LINES) {
+      marker.nextElementSibling.remove();
+      dropped++;
+      marker.hidden = false;
+      marker.textContent = `${dropped} earlier ${dropped === 1 ? "line" : "lines"} not shown\n`;
+    }
     if (atEnd) log.scrollTop = log.scrollHeight;
   };
-  logSource.addEventListener("pod", e => add("pod", `── ${JSON.parse(e.data).title} ──`));
-  logSource.addEventListener("line", e => add("", JSON.parse(e.data).text));
-  logSource.addEventListener("note", e => add("note", JSON.parse(e.data).text));
-  logSource.addEventListener("end", () => {
-    state.textContent = "(ended)";
-    logSource.close();
-    logSource = null;
-  });
+  // A stream started again follows the log from its start: the view too.
+  logSource = follow(base + "/log", {
+    pod: e => add("pod", `── ${JSON.parse(e.data).title} ──`),
+    line: e => add("", JSON.parse(e.data).text),
+    note: e => add("note", JSON.parse(e.data).text),
+    end: () => {
+      state.textContent = "(ended)";
+      if (logSource) logSource.close();
+      logSource = null;
+    },
+  }, {opened: reset, broken: text => { state.textContent = `(${text})`; }});
 }
 
 async function act(verb) {
@@ -429,7 +576,7 @@ async function act(verb) {
   out.className = "";
   out.textContent = `${verb}…`;
   try {
-    const res = await fetch(apiPath(ns, name) + "/" + verb, {method: "POST", credentials: "same-origin"});
+    const res = await api(apiPath(ns, name) + "/" + verb, {method: "POST"});
     const body = await res.json().catch(() => ({}));
     if (!res.ok) {
       out.className = "error";
@@ -541,8 +688,14 @@ function show() {
 }
 
 async function start() {
+  takeToken();
+  if (!sessionStorage.getItem(TOKEN_KEY)) {
+    const live = $("#live");
+    live.textContent = "no token: open the URL that `kubectl longtask ui` printed";
+    live.className = "live off";
+  }
   try {
-    const c = await (await fetch("/api/config", {credentials: "same-origin"})).json();
+    const c = await (await api("/api/config")).json();
     $("#context").textContent = `${c.context || ""}${c.namespace ? " · namespace " + c.namespace : " · all namespaces"}`;
     document.title = `longtask · ${c.context || ""}`;
   } catch (_) { /* the list shows the error */ }
@@ -551,7 +704,11 @@ async function start() {
   form.addEventListener("submit", e => e.preventDefault());
   $("#cancel").addEventListener("click", () => act("cancel"));
   $("#rerun").addEventListener("click", () => act("rerun"));
-  window.addEventListener("hashchange", show);
+  window.addEventListener("hashchange", () => {
+    // The printed URL opened again in this tab: a new token, new streams.
+    if (takeToken()) { location.reload(); return; }
+    show();
+  });
   window.addEventListener("scroll", onScroll, {passive: true});
   window.addEventListener("resize", onScroll);
   connectList();
