@@ -81,12 +81,13 @@ function follow(path, on, {opened = () => {}, broken = () => {}} = {}) {
       const {value, done} = await reader.read();
       if (done || closed) return;
       buf += value.replace(/\r/g, "");
-      let cut;
-      while (!closed && (cut = buf.indexOf("\n\n")) >= 0) {
-        const ev = sseBlock(buf.slice(0, cut));
-        buf = buf.slice(cut + 2);
+      let at = 0, cut;
+      while (!closed && (cut = buf.indexOf("\n\n", at)) >= 0) {
+        const ev = sseBlock(buf.slice(at, cut));
+        at = cut + 2;
         if (ev && on[ev[0]]) on[ev[0]]({data: ev[1]});
       }
+      buf = buf.slice(at);
     }
   };
   (async () => {
@@ -397,6 +398,7 @@ function namespaces() {
 function closeTask() {
   if (taskSource) { taskSource.close(); taskSource = null; }
   if (logSource) { logSource.close(); logSource = null; }
+  logGen++;
 }
 
 function apiPath(ns, name) {
@@ -526,13 +528,21 @@ async function download(base, name) {
 // The log view holds at most this many lines (pod headings and notes
 // included); older ones are dropped, and a marker at the top counts them.
 const LOG_LINES = 5000;
+// Which followLog owns #log: a timer of one closed since does nothing.
+let logGen = 0;
 
 function followLog(base) {
   const log = $("#log"), state = $("#log-state");
+  const gen = ++logGen;
   let dropped = 0;
   let marker = null;
+  // Lines not yet in the page: added together, at most every 50 ms, so a
+  // burst costs one layout, not one per line.
+  let waiting = [];
+  let flushQueued = false;
   const reset = () => {
     log.textContent = "";
+    waiting = [];
     dropped = 0;
     marker = document.createElement("span");
     marker.className = "dropped";
@@ -541,20 +551,33 @@ function followLog(base) {
     state.textContent = "(following)";
   };
   reset();
-  const add = (cls, text) => {
+  const flush = () => {
+    flushQueued = false;
+    if (gen !== logGen || !waiting.length) return;
     const atEnd = log.scrollTop + log.clientHeight >= log.scrollHeight - 4;
-    const el = document.createElement("span");
-    if (cls) el.className = cls;
-    el.textContent = text.endsWith("\n") ? text : text + "\n";
-    log.appendChild(el);
+    const lines = document.createDocumentFragment();
+    for (const [cls, text] of waiting) {
+      const el = document.createElement("span");
+      if (cls) el.className = cls;
+      el.textContent = text.endsWith("\n") ? text : text + "\n";
+      lines.appendChild(el);
+    }
+    waiting = [];
+    log.appendChild(lines);
     // The marker is the first child: lines are children 1..n.
-    if (log.childElementCount - 1 > LOG_LINES) {
-      marker.nextElementSibling.remove();
-      dropped++;
+    let over = log.childElementCount - 1 - LOG_LINES;
+    if (over > 0) {
+      dropped += over;
+      while (over-- > 0) marker.nextElementSibling.remove();
       marker.hidden = false;
       marker.textContent = `${dropped} earlier ${dropped === 1 ? "line" : "lines"} not shown\n`;
     }
     if (atEnd) log.scrollTop = log.scrollHeight;
+  };
+  const add = (cls, text) => {
+    waiting.push([cls, text]);
+    if (waiting.length >= LOG_LINES) flush();
+    else if (!flushQueued) { flushQueued = true; setTimeout(flush, 50); }
   };
   // A stream started again follows the log from its start: the view too.
   logSource = follow(base + "/log", {
@@ -562,6 +585,7 @@ function followLog(base) {
     line: e => add("", JSON.parse(e.data).text),
     note: e => add("note", JSON.parse(e.data).text),
     end: () => {
+      flush();
       state.textContent = "(ended)";
       if (logSource) logSource.close();
       logSource = null;
