@@ -119,9 +119,16 @@ impl Kubectl {
     /// PATH). kubectl stops looking for a plugin at the first flag, so the
     /// kubeconfig goes in KUBECONFIG and `-n` after the plugin's name.
     fn plugin_command(&self, ns: &str, args: &[&str]) -> Command {
+        self.plugin_command_with(ns, args, None)
+    }
+
+    /// `plugin_command`, with `first` (if any) ahead of everything on PATH:
+    /// a test's stand-in for a program the plugin runs (xdg-open).
+    fn plugin_command_with(&self, ns: &str, args: &[&str], first: Option<&Path>) -> Command {
         let bin = crate::root().join("target/debug");
         let path = std::env::var_os("PATH").unwrap_or_default();
-        let mut dirs = vec![bin];
+        let mut dirs: Vec<PathBuf> = first.map(Path::to_path_buf).into_iter().collect();
+        dirs.push(bin);
         dirs.extend(std::env::split_paths(&path));
         let mut c = Command::new("kubectl");
         c.env("PATH", std::env::join_paths(dirs).unwrap())
@@ -146,8 +153,18 @@ impl Kubectl {
     /// Starts the plugin and reads its stdout line by line as it comes,
     /// noting when each line arrived; stopped on drop if still running.
     pub fn plugin_spawn(&self, ns: &str, args: &[&str]) -> Result<Streaming> {
+        self.plugin_spawn_with(ns, args, None)
+    }
+
+    /// `plugin_spawn` with `first` ahead of everything on PATH.
+    pub fn plugin_spawn_with(
+        &self,
+        ns: &str,
+        args: &[&str],
+        first: Option<&Path>,
+    ) -> Result<Streaming> {
         let mut child = self
-            .plugin_command(ns, args)
+            .plugin_command_with(ns, args, first)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -224,6 +241,11 @@ impl Streaming {
     /// The stdout lines so far, with their arrival times.
     pub fn lines(&self) -> Vec<(Duration, String)> {
         self.lines.lock().unwrap().clone()
+    }
+
+    /// The process id (kubectl execs the plugin: the plugin's own).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Stderr so far.

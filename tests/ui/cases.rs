@@ -13,6 +13,7 @@ use longtask_e2e::{Cluster, TestNs, case, http, root, sh_task, wait};
 use serde_json::Value;
 
 use crate::Case;
+use crate::hardening;
 
 pub static ALL: &[Case] = &[
     case!(ui_progress_rises_live, false, ui_progress_rises_live),
@@ -42,40 +43,71 @@ pub static ALL: &[Case] = &[
         false,
         ui_guard_refuses_and_listens_on_loopback_only
     ),
+    case!(
+        ui_token_never_on_a_command_line,
+        false,
+        hardening::ui_token_never_on_a_command_line
+    ),
+    case!(
+        ui_other_local_server_gets_no_token,
+        false,
+        hardening::ui_other_local_server_gets_no_token
+    ),
+    case!(
+        ui_post_without_the_header_refused,
+        false,
+        hardening::ui_post_without_the_header_refused
+    ),
+    case!(
+        ui_every_answer_says_nosniff,
+        false,
+        hardening::ui_every_answer_says_nosniff
+    ),
+    case!(ui_log_view_bounded, false, hardening::ui_log_view_bounded),
 ];
 
-const MINUTE: Duration = Duration::from_secs(60);
+pub(crate) const MINUTE: Duration = Duration::from_secs(60);
 
-/// `kubectl longtask ui --no-browser` running for one case.
-struct Served {
-    _proc: Streaming,
-    /// The URL it printed, with its token.
-    url: String,
-    port: u16,
+/// `kubectl longtask ui` running for one case.
+pub(crate) struct Served {
+    pub(crate) proc: Streaming,
+    /// The URL it printed, with its token (in the fragment).
+    pub(crate) url: String,
+    pub(crate) port: u16,
 }
 
 impl Served {
-    /// `http://127.0.0.1:PORT`, for pages after the first (the cookie
-    /// carries the token from then on).
-    fn base(&self) -> String {
+    /// `http://127.0.0.1:PORT`, for pages after the first (the tab's
+    /// session storage keeps the token from then on).
+    pub(crate) fn base(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
-    fn token(&self) -> &str {
+    pub(crate) fn token(&self) -> &str {
         self.url.split("token=").nth(1).unwrap_or_default()
     }
 }
 
 /// Starts the plugin's server in `ns` (with `extra` flags, e.g. `--as`)
-/// and waits for the URL it prints.
-async fn serve(ns: &TestNs, extra: &[&str]) -> Result<Served> {
+/// with `--no-browser`, and waits for the URL it prints.
+pub(crate) async fn serve(ns: &TestNs, extra: &[&str]) -> Result<Served> {
     let mut args = vec!["ui", "--no-browser"];
     args.extend_from_slice(extra);
-    let proc = ns.kubectl.plugin_spawn(&ns.name, &args)?;
+    serve_with(ns, &args, None).await
+}
+
+/// Starts `kubectl longtask ARGS` in `ns`, `first` ahead on its PATH, and
+/// waits for the URL it prints.
+pub(crate) async fn serve_with(
+    ns: &TestNs,
+    args: &[&str],
+    first: Option<&std::path::Path>,
+) -> Result<Served> {
+    let proc = ns.kubectl.plugin_spawn_with(&ns.name, args, first)?;
     let deadline = Instant::now() + Duration::from_secs(30);
     let url = loop {
         let found = proc.lines().into_iter().find_map(|(_, l)| {
@@ -98,14 +130,10 @@ async fn serve(ns: &TestNs, extra: &[&str]) -> Result<Served> {
         .and_then(|r| r.split('/').next())
         .and_then(|p| p.parse().ok())
         .with_context(|| format!("URL {url:?}"))?;
-    Ok(Served {
-        _proc: proc,
-        url,
-        port,
-    })
+    Ok(Served { proc, url, port })
 }
 
-fn browser() -> Result<Browser> {
+pub(crate) fn browser() -> Result<Browser> {
     Browser::start(&root().join("target/ui-browsers"))
 }
 
@@ -117,7 +145,7 @@ fn screenshot(b: &Browser, name: &str) -> Result<PathBuf> {
 }
 
 /// Waits until Task `name`'s `status.FIELD` is `want` in the API.
-async fn status_is(ns: &TestNs, name: &str, field: &str, want: &str) -> Result<()> {
+pub(crate) async fn status_is(ns: &TestNs, name: &str, field: &str, want: &str) -> Result<()> {
     wait::until(MINUTE, &format!("{name} {field} {want}"), || async {
         Ok(ns.status(name).await?[field] == want)
     })
@@ -125,7 +153,7 @@ async fn status_is(ns: &TestNs, name: &str, field: &str, want: &str) -> Result<(
 }
 
 /// Waits until the Task page's status row FIELD reads `want`.
-async fn page_shows(b: &Browser, field: &str, want: &str) -> Result<()> {
+pub(crate) async fn page_shows(b: &Browser, field: &str, want: &str) -> Result<()> {
     let js = format!(
         "const d = document.querySelector('dd[data-field={field}]'); \
          return d && d.textContent === '{want}'"
@@ -139,8 +167,8 @@ async fn page_shows(b: &Browser, field: &str, want: &str) -> Result<()> {
     .map(|_| ())
 }
 
-/// Opens Task `name`'s page (the token URL first: it sets the cookie).
-fn open_task(b: &Browser, ui: &Served, ns: &TestNs, name: &str) -> Result<()> {
+/// Opens Task `name`'s page (the token URL first: the page keeps it).
+pub(crate) fn open_task(b: &Browser, ui: &Served, ns: &TestNs, name: &str) -> Result<()> {
     b.goto(&ui.url)?;
     b.goto(&format!("{}/#/task/{}/{name}", ui.base(), ns.name))
 }
@@ -495,33 +523,41 @@ async fn ui_long_list_holds_only_rows_in_view(_c: Arc<Cluster>, ns: TestNs) -> R
     Ok(())
 }
 
-/// On the wire: no token, a foreign Host or a foreign Origin is refused
-/// even with the token; the token gets a cookie and the page; the only
-/// listening socket on the port is bound to 127.0.0.1.
+/// On the wire: the page itself (no data) is served without the token
+/// but to this Host only; every API call without the token's header, or
+/// with a foreign Host or Origin even with it, is refused; no answer sets
+/// a cookie; the only listening socket on the port is bound to 127.0.0.1.
 async fn ui_guard_refuses_and_listens_on_loopback_only(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let ui = serve(&ns, &[]).await?;
     let host = format!("127.0.0.1:{}", ui.port);
-    let with_token = format!("/?token={}", ui.token());
+    let token = ("X-Longtask-Token", ui.token());
     let t = Duration::from_secs(10);
     let get = |path: &str, headers: &[(&str, &str)]| {
         http::request(ui.addr(), "GET", path, headers, b"", t)
     };
     let r = get("/", &[("Host", &host)])?;
-    ensure!(r.status == 403, "no token: {} {}", r.status, r.text());
+    ensure!(
+        r.status == 200 && r.text().contains("/app.js"),
+        "the page without a token: {} {}",
+        r.status,
+        r.text()
+    );
+    let r = get("/", &[("Host", "evil.example")])?;
+    ensure!(r.status == 403, "the page, foreign Host: {}", r.status);
     let r = get("/api/tasks/stream", &[("Host", &host)])?;
     ensure!(r.status == 403, "no token, the stream: {}", r.status);
-    let r = get(&with_token, &[("Host", "evil.example")])?;
+    let r = get("/api/config", &[("Host", "evil.example"), token])?;
     ensure!(r.status == 403, "foreign Host: {} {}", r.status, r.text());
     let r = get(
-        &with_token,
-        &[("Host", &host), ("Origin", "http://evil.example")],
+        "/api/config",
+        &[("Host", &host), ("Origin", "http://evil.example"), token],
     )?;
     ensure!(r.status == 403, "foreign Origin: {} {}", r.status, r.text());
     let r = http::request(
         ui.addr(),
         "POST",
-        &format!("/api/tasks/{}/x/cancel?token={}", ns.name, ui.token()),
-        &[("Host", &host), ("Origin", "http://evil.example")],
+        &format!("/api/tasks/{}/x/cancel", ns.name),
+        &[("Host", &host), ("Origin", "http://evil.example"), token],
         b"",
         t,
     )?;
@@ -531,16 +567,17 @@ async fn ui_guard_refuses_and_listens_on_loopback_only(_c: Arc<Cluster>, ns: Tes
         r.status,
         r.text()
     );
-    let r = get(&with_token, &[("Host", &host)])?;
-    ensure!(r.status == 303, "with the token: {} {}", r.status, r.text());
-    let cookie = r.header("set-cookie").context("no cookie")?;
-    let pair = cookie.split(';').next().unwrap_or_default().to_owned();
-    let r = get("/api/config", &[("Host", &host), ("Cookie", &pair)])?;
+    let r = get("/api/config", &[("Host", &host), token])?;
     ensure!(
         r.status == 200,
-        "with the cookie: {} {}",
+        "with the token's header: {} {}",
         r.status,
         r.text()
+    );
+    ensure!(
+        r.header("set-cookie").is_none(),
+        "a cookie was set: {:?}",
+        r.header("set-cookie")
     );
     let listening = listeners(ui.port)?;
     println!("listening on port {}: {listening:?}", ui.port);

@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod cases;
+mod hardening;
 
 pub use longtask_e2e::runner::Case;
 use longtask_e2e::runner::{self, Install, Runtime, Shape};
