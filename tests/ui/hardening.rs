@@ -258,11 +258,8 @@ pub async fn ui_other_local_server_gets_no_token(_c: Arc<Cluster>, ns: TestNs) -
     let b = browser()?;
     open_task(&b, &ui, &ns, "used")?;
     page_shows(&b, "Phase", "Running").await?;
+    // The page's own storage, read before leaving it.
     let kept = b.eval("return sessionStorage.getItem('longtask-ui-token')")?;
-    ensure!(
-        kept.as_str() == Some(token.as_str()),
-        "the page keeps {kept}, not the token"
-    );
     let other = Recorder::start()?;
     b.goto(&format!("http://{}/page", other.addr))?;
     let seen = b
@@ -300,6 +297,10 @@ pub async fn ui_other_local_server_gets_no_token(_c: Arc<Cluster>, ns: TestNs) -
             "another local server received a cookie: {h}"
         );
     }
+    ensure!(
+        kept.as_str() == Some(token.as_str()),
+        "the page kept {kept} in its session storage, not the token"
+    );
     Ok(())
 }
 
@@ -446,12 +447,12 @@ pub async fn ui_every_answer_says_nosniff(_c: Arc<Cluster>, ns: TestNs) -> Resul
         let (status, text) = head(ui.addr(), method, path, headers)?;
         let says = |line: &str| text.lines().any(|l| l.trim() == line);
         ensure!(
-            status == *want,
-            "{method} {path}: {status}, want {want}\n{text}"
-        );
-        ensure!(
             says("x-content-type-options: nosniff") && says("cache-control: no-store"),
             "{method} {path} ({status}) lacks nosniff or no-store:\n{text}"
+        );
+        ensure!(
+            status == *want,
+            "{method} {path}: {status}, want {want}\n{text}"
         );
         ensure!(
             !text.contains("\nset-cookie:"),
