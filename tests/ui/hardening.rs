@@ -16,6 +16,9 @@ use longtask_e2e::{Cluster, TestNs, http, procs, root, sh_task, wait};
 
 use crate::cases::{MINUTE, browser, open_task, page_shows, serve, serve_with, status_is};
 
+/// Header names and values for one request.
+type Headers<'a> = Vec<(&'a str, &'a str)>;
+
 /// A stand-in for xdg-open, first on the plugin's PATH: it writes its
 /// arguments to `argv` and stays alive (as a real opener and the browser
 /// it starts do) until `done` exists, two minutes at most.
@@ -318,7 +321,7 @@ pub async fn ui_post_without_the_header_refused(_c: Arc<Cluster>, ns: TestNs) ->
     let path = format!("/api/tasks/{}/kept/cancel", ns.name);
     let with_query = format!("{path}?token={}", ui.token());
     let form = ("Content-Type", "application/x-www-form-urlencoded");
-    let tries: [(&str, &str, Vec<(&str, &str)>); 4] = [
+    let tries: [(&str, &str, Headers); 4] = [
         ("the cookie", &path, vec![("Cookie", &cookie)]),
         ("the query", &with_query, vec![]),
         (
@@ -429,7 +432,7 @@ pub async fn ui_every_answer_says_nosniff(_c: Arc<Cluster>, ns: TestNs) -> Resul
         format!("{missing}/stream"),
         format!("{missing}/cancel"),
     );
-    let asks: Vec<(&str, &str, Vec<(&str, &str)>, u16)> = vec![
+    let asks: Vec<(&str, &str, Headers, u16)> = vec![
         ("GET", "/", vec![("Host", h)], 200),
         ("GET", "/app.js", vec![("Host", h)], 200),
         ("GET", "/app.css", vec![("Host", h)], 200),
