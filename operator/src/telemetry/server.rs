@@ -139,7 +139,8 @@ async fn handle(mut sock: TcpStream, metrics: Arc<Metrics>, limits: Limits) {
     let path = path.split('?').next().unwrap_or(path);
     let (code, ctype, body) = route(path, &metrics);
     let reply = format!(
-        "HTTP/1.1 {code}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {code}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\n\
+         x-content-type-options: nosniff\r\nconnection: close\r\n\r\n{body}",
         body.len()
     );
     let write = async {
@@ -212,6 +213,28 @@ mod tests {
                 Ok(0) | Err(_) => return t0.elapsed(),
                 Ok(_) => {}
             }
+        }
+    }
+
+    /// Every answer says nosniff: a browser never takes the text for
+    /// something it could run.
+    #[tokio::test]
+    async fn answers_say_nosniff() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(accept_loop(
+            listener,
+            Arc::new(Metrics::new()),
+            Limits::default(),
+        ));
+        for path in ["/metrics", "/healthz", "/readyz", "/nope"] {
+            let got = get(addr, path).await;
+            let head = got.split("\r\n\r\n").next().unwrap();
+            assert!(
+                head.lines()
+                    .any(|l| l.eq_ignore_ascii_case("x-content-type-options: nosniff")),
+                "{path}: {head}"
+            );
         }
     }
 
