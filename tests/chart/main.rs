@@ -170,6 +170,7 @@ fn lint_strict() {
         vec![],
         vec!["--set", "namespaced=true"],
         vec!["--set", "metrics.serviceMonitor.enabled=true"],
+        vec!["--set", "networkPolicy.enabled=true"],
         vec!["--set", "crds.enabled=false,crds.keep=false,replicaCount=3"],
     ] {
         let mut args = vec!["lint", "--strict", "charts/longtask"];
@@ -196,6 +197,14 @@ fn schema_refuses_misspelt_keys_and_wrong_types() {
         (
             "metrics.dashbord.enabled=true",
             "additional properties 'dashbord'",
+        ),
+        (
+            "networkPolicy.enabeld=true",
+            "additional properties 'enabeld'",
+        ),
+        (
+            "networkPolicy.metricsFrom[0].podSelectr.x=y",
+            "additional properties 'podSelectr'",
         ),
         ("replicaCount=two", "replicaCount"),
         ("operator.logFormat=xml", "logFormat"),
@@ -299,6 +308,69 @@ fn crds_enabled_and_keep() {
             .all(|c| c["metadata"].get("annotations").is_none())
     );
     assert!(crds(&render("longtask-system", &["--set", "crds.enabled=false"])).is_empty());
+}
+
+#[test]
+fn network_policy_guards_the_ports() {
+    let plain = render("longtask-system", &[]);
+    assert!(
+        !plain.iter().any(|o| o["kind"] == "NetworkPolicy"),
+        "off by default"
+    );
+    // Enabled alone: the operator's pods selected, and no rule, so no pod
+    // reaches either port (the node's probes always do).
+    let objs = render("np", &["--set", "networkPolicy.enabled=true"]);
+    let np = find(&objs, "NetworkPolicy", "longtask-operator");
+    assert_eq!(np["metadata"]["namespace"], "np");
+    assert_eq!(np["spec"]["policyTypes"], json!(["Ingress"]));
+    assert_eq!(np["spec"]["ingress"], json!(null), "{np}");
+    let d = deployment(&objs);
+    let pod_labels = d["spec"]["template"]["metadata"]["labels"]
+        .as_object()
+        .unwrap();
+    let selector = np["spec"]["podSelector"]["matchLabels"]
+        .as_object()
+        .unwrap();
+    assert!(!selector.is_empty());
+    for (k, v) in selector {
+        assert_eq!(pod_labels.get(k), Some(v), "podSelector {k}");
+    }
+    // With peers: one rule per port, each naming a port of the container.
+    let prom = json!({
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+        "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}
+    });
+    let checker = json!({"ipBlock": {"cidr": "10.9.0.0/16"}});
+    let objs = render(
+        "np",
+        &[
+            "--set",
+            "networkPolicy.enabled=true",
+            "--set-json",
+            &format!("networkPolicy.metricsFrom=[{prom}]"),
+            "--set-json",
+            &format!("networkPolicy.healthFrom=[{checker}]"),
+        ],
+    );
+    let np = find(&objs, "NetworkPolicy", "longtask-operator");
+    let rules = np["spec"]["ingress"].as_array().unwrap();
+    assert_eq!(rules.len(), 2, "{np}");
+    let ports = deployment(&objs)["spec"]["template"]["spec"]["containers"][0]["ports"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for (rule, port, peer) in [
+        (&rules[0], "metrics", &prom),
+        (&rules[1], "health", &checker),
+    ] {
+        assert_eq!(rule["from"], json!([peer]), "{rule}");
+        assert_eq!(
+            rule["ports"],
+            json!([{"port": port, "protocol": "TCP"}]),
+            "{rule}"
+        );
+        assert!(ports.iter().any(|p| p["name"] == port), "no {port} port");
+    }
 }
 
 #[test]

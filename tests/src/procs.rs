@@ -56,6 +56,18 @@ pub fn with_env(cmd: &str, var: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Whether `pid` runs: it exists and is no zombie (a killed process stays
+/// a zombie until its parent reaps it).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        // The state follows the command name, which is in parentheses and
+        // may itself hold spaces or parentheses.
+        s.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
 /// Sends `sig` (e.g. "KILL", "STOP", "CONT") to `pid` with kill(1).
 pub fn signal(pid: i32, sig: &str) -> anyhow::Result<()> {
     let st = std::process::Command::new("kill")

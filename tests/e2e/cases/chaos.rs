@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail, ensure};
+use anyhow::{Context as _, Result, bail, ensure};
 use kube::api::ListParams;
 use longtask_e2e::chaos::{Lcg, env_u64};
 use longtask_e2e::jobs::JobLog;
@@ -83,9 +83,23 @@ pub async fn leader_killed_in_a_loop(c: Arc<Cluster>, ns: TestNs) -> Result<()> 
             c.kubectl
                 .run(&["-n", SYSTEM_NS, "delete", "pod", &leader, "--wait=false"])?;
         } else {
-            for pid in procs::with_env("longtask-operator", &format!("POD_NAME={leader}")) {
-                let _ = procs::signal(pid, "KILL");
+            // A kill that finds no process or leaves it alive tests
+            // nothing: either fails the case.
+            let pids = procs::with_env("longtask-operator", &format!("POD_NAME={leader}"));
+            ensure!(
+                !pids.is_empty(),
+                "no process of the leader {leader} to kill"
+            );
+            for pid in &pids {
+                procs::signal(*pid, "KILL")?;
             }
+            wait::until(
+                Duration::from_secs(10),
+                "the leader's process to die",
+                || async { Ok(!pids.iter().any(|p| procs::alive(*p))) },
+            )
+            .await
+            .with_context(|| format!("pids {pids:?} of {leader}"))?;
         }
         let t0 = Instant::now();
         kills += 1;

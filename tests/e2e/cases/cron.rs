@@ -6,7 +6,7 @@
 //! window and none outside it; the leader deleted at 10 scheduled times
 //! gives exactly one Task per time.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -88,47 +88,80 @@ pub async fn cron_runs_on_time(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         r#"echo "at $(date +%s)" > "$LONGTASK_RESULT""#,
         "  successfulTasksHistoryLimit: 2\n",
     ))?;
-    let seen: std::sync::Mutex<BTreeSet<i64>> = Default::default();
-    let first_checked: std::sync::Mutex<Vec<(i64, i64)>> = Default::default();
-    wait::until(Duration::from_secs(90), "5 runs of tick", || async {
-        for (s, t) in runs(&ns, "tick").await? {
-            if seen.lock().unwrap().insert(s) {
-                first_checked.lock().unwrap().push((s, created_second(&t)?));
-                ensure!(
-                    t["metadata"]["annotations"]["longtask.dev/scheduled-at"].is_string(),
-                    "no scheduled-at: {}",
-                    t["metadata"]
-                );
+    // Every run seen, with the second it was created. A run is recorded
+    // only once its checks passed: a failed check fails the poll, which
+    // looks at the same run again, so a run without its annotation keeps
+    // failing until the wait gives up with that error.
+    let seen: std::sync::Mutex<BTreeMap<i64, i64>> = Default::default();
+    let record = |rs: &[(i64, Value)]| -> Result<()> {
+        for (s, t) in rs {
+            if seen.lock().unwrap().contains_key(s) {
+                continue;
             }
+            let at = t["metadata"]["annotations"]["longtask.dev/scheduled-at"]
+                .as_str()
+                .with_context(|| format!("run {s}: no scheduled-at: {}", t["metadata"]))?;
+            let at: k8s_openapi::jiff::Timestamp = at.parse()?;
+            ensure!(at.as_second() == *s, "run {s}: scheduled-at {at}");
+            seen.lock().unwrap().insert(*s, created_second(t)?);
         }
+        Ok(())
+    };
+    wait::until(Duration::from_secs(90), "5 runs of tick", || async {
+        record(&runs(&ns, "tick").await?)?;
         Ok(seen.lock().unwrap().len() >= 5)
     })
     .await?;
-    for (scheduled, created) in first_checked.lock().unwrap().iter() {
+    for (scheduled, created) in seen.lock().unwrap().iter() {
         ensure!(
             (0..=2).contains(&(created - scheduled)),
             "run of {scheduled} created at {created}"
         );
         ensure!(scheduled % 6 == 0, "{scheduled} is no time of */6");
     }
-    // The history: at most 2 Completed runs stay. Runs still starting or
-    // running are not history and not counted: on loaded container nodes
-    // a pod may take longer than the 6 s between runs to start, so
-    // several are in flight at once (the bound of 3 runs in all failed
-    // there twice).
+    // The history: at most 2 Completed runs stay, and older ones were
+    // deleted. Runs still starting or running are not history and not
+    // counted: on loaded container nodes a pod may take longer than the
+    // 6 s between runs to start, so several are in flight at once (the
+    // bound of 3 runs in all failed there twice).
+    // (kept: Completed runs present; gone: runs seen, now deleted.)
+    let split = |rs: &[(i64, Value)]| {
+        let kept: Vec<i64> = rs
+            .iter()
+            .filter(|(_, t)| phase(t) == "Completed")
+            .map(|(s, _)| *s)
+            .collect();
+        let gone: Vec<i64> = seen
+            .lock()
+            .unwrap()
+            .keys()
+            .filter(|s| !rs.iter().any(|(r, _)| r == *s))
+            .copied()
+            .collect();
+        (kept, gone)
+    };
     let last = std::sync::Mutex::new(String::new());
     wait::until(MINUTE, "history trimmed to 2", || async {
         let rs = runs(&ns, "tick").await?;
-        let done = rs.iter().filter(|(_, t)| phase(t) == "Completed").count();
+        record(&rs)?;
+        let (kept, gone) = split(&rs);
         *last.lock().unwrap() = rs
             .iter()
             .map(|(s, t)| format!("{s}: {}", phase(t)))
             .collect::<Vec<_>>()
             .join(", ");
-        Ok(done <= 2)
+        Ok(kept.len() <= 2 && !gone.is_empty())
     })
     .await
     .with_context(|| format!("runs then: {}", last.lock().unwrap()))?;
+    // The kept ones are the newest: every run deleted is older than every
+    // Completed run still there (a run leaves only through the history
+    // limit here: none fails).
+    let (kept, gone) = split(&runs(&ns, "tick").await?);
+    ensure!(
+        gone.iter().max() < kept.iter().min(),
+        "history kept {kept:?} but deleted the newer {gone:?}"
+    );
     let rs = runs(&ns, "tick").await?;
     let done = rs
         .iter()
@@ -296,17 +329,13 @@ pub async fn cron_catch_up_after_downtime(c: Arc<Cluster>, ns: TestNs) -> Result
             Ok(operator::pods(&c.client).await?.is_empty())
         })
         .await?;
-        let before: Vec<usize> = vec![
-            runs(&ns, "wide").await?.len(),
-            runs(&ns, "narrow").await?.len(),
-        ];
         let stopped = k8s_openapi::jiff::Timestamp::now().as_second();
         tokio::time::sleep(Duration::from_secs(17)).await;
-        anyhow::Ok((before, stopped))
+        anyhow::Ok(stopped)
     }
     .await;
     scale(&c, 2)?;
-    let (before, stopped) = down?;
+    let stopped = down?;
     let back = k8s_openapi::jiff::Timestamp::now().as_second();
     c.wait_operator("60s")?;
     // The wide one: one run for the latest time before the restart.
@@ -341,7 +370,24 @@ pub async fn cron_catch_up_after_downtime(c: Arc<Cluster>, ns: TestNs) -> Result
         during.is_empty(),
         "narrow ran {during:?} outside its window"
     );
-    ensure!(before.len() == 2, "{before:?}");
+    // Then on time again: runs for times after the restart, each created
+    // within 2 s of its time.
+    let ready = k8s_openapi::jiff::Timestamp::now().as_second();
+    wait::until(MINUTE, "narrow on time again", || async {
+        Ok(runs(&ns, "narrow").await?.iter().any(|(s, _)| *s > ready))
+    })
+    .await?;
+    for (s, t) in runs(&ns, "narrow")
+        .await?
+        .iter()
+        .filter(|(s, _)| *s > ready)
+    {
+        let late = created_second(t)? - s;
+        ensure!(
+            (0..=2).contains(&late),
+            "narrow's run of {s} created {late} s late"
+        );
+    }
     let st = crontasks(&ns).get("narrow").await?.data["status"].clone();
     ensure!(
         st["missed"].as_i64().unwrap_or_default() >= 3,

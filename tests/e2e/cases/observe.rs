@@ -145,27 +145,42 @@ pub async fn events_tell_the_story(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
 pub async fn metrics_move(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let pod = operator::leader_pod(&c).await?;
     let before = operator::scrape(&c, &pod).await?;
-    let done = |f: &[openmetrics::Family]| {
+    // This namespace's own series: other cases' Tasks (in their own
+    // namespaces) cannot move them, and the namespace is new, so each must
+    // go from absent (0) to exactly 1.
+    let mine = |f: &[openmetrics::Family], outcome, reason| {
         openmetrics::value(
             f,
             "longtask_task_results_total",
-            &[("outcome", "completed"), ("reason", "Succeeded")],
+            &[
+                ("namespace", ns.name.as_str()),
+                ("outcome", outcome),
+                ("reason", reason),
+            ],
         )
     };
-    let failed = |f: &[openmetrics::Family]| {
-        openmetrics::value(
-            f,
-            "longtask_task_results_total",
-            &[("outcome", "failed"), ("reason", "BackoffLimitExceeded")],
-        )
-    };
+    let done = |f: &[openmetrics::Family]| mine(f, "completed", "Succeeded");
+    let failed = |f: &[openmetrics::Family]| mine(f, "failed", "BackoffLimitExceeded");
     ns.apply(&sh_task("good", "echo ok", ""))?;
     ns.apply(&sh_task("bad", "exit 1", ""))?;
     let api = tasks(&ns.client, &ns.name);
     for n in ["good", "bad"] {
         wait::condition(&api, n, "Finished", MINUTE).await?;
     }
-    let after = operator::scrape(&c, &pod).await?;
+    // The counter moves just after the status write the wait saw: scrape
+    // until both moved (or 10 s passed), then require exactly 1 each.
+    let last = std::sync::Mutex::new(Vec::new());
+    let moved = wait::until(Duration::from_secs(10), "own results counted", || async {
+        let f = operator::scrape(&c, &pod).await?;
+        let both = done(&f) >= 1.0 && failed(&f) >= 1.0;
+        *last.lock().unwrap() = f;
+        Ok(both)
+    })
+    .await;
+    let after = last.into_inner().unwrap();
+    if after.is_empty() {
+        moved?;
+    }
     let names: Vec<&str> = after.iter().map(|f| f.name.as_str()).collect();
     for want in [
         "longtask_tasks",
@@ -181,13 +196,21 @@ pub async fn metrics_move(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         ensure!(names.contains(&want), "{want} missing from {names:?}");
     }
     ensure!(
-        done(&after) >= done(&before) + 1.0,
-        "completed counter did not move"
+        done(&before) == 0.0 && done(&after) == 1.0,
+        "completed/Succeeded in {}: {} -> {}, want 0 -> 1",
+        ns.name,
+        done(&before),
+        done(&after)
     );
     ensure!(
-        failed(&after) >= failed(&before) + 1.0,
-        "failed counter did not move"
+        failed(&before) == 0.0 && failed(&after) == 1.0,
+        "failed/BackoffLimitExceeded in {}: {} -> {}, want 0 -> 1",
+        ns.name,
+        failed(&before),
+        failed(&after)
     );
+    // The histograms carry no namespace (bounded labels), so other cases'
+    // Tasks move them too: these only show that they are fed at all.
     let count = |f: &[openmetrics::Family], n| openmetrics::value(f, n, &[]);
     for h in [
         "longtask_task_duration_seconds_count",
