@@ -16,6 +16,37 @@ const COUNT_LIMIT: usize = 10_000;
 /// How many next times the status shows.
 const NEXT_SHOWN: usize = 3;
 
+/// How far ahead of the operator's clock a run's time may be (clocks of
+/// nodes and of `kubectl longtask trigger` users differ a little): a run
+/// named after a later time is no run, whatever its owner says.
+pub const CLOCK_SKEW: SignedDuration = SignedDuration::from_secs(60);
+
+/// How many consecutive scheduled times `--cron-min-interval` looks at.
+const GAPS_CHECKED: usize = 64;
+
+/// How many ignored runs the status names.
+const IGNORED_SHOWN: usize = 16;
+
+/// The operator's bounds on CronTasks (its flags), and what the
+/// CronTask's namespace has active now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `--cron-min-interval`: the shortest time allowed between two
+    /// scheduled times; `None`: any.
+    pub min_interval: Option<SignedDuration>,
+    /// `--cron-max-active-per-namespace`; `None`: no bound.
+    pub namespace_max: Option<usize>,
+    /// Active runs of every CronTask in the namespace, as the cache shows.
+    pub namespace_active: usize,
+}
+
+impl Limits {
+    fn namespace_full(&self) -> bool {
+        self.namespace_max
+            .is_some_and(|max| self.namespace_active >= max)
+    }
+}
+
 /// A run of a CronTask as the reconcile needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Run {
@@ -112,8 +143,14 @@ pub fn schedule_key(cron: &CronTask) -> String {
     )
 }
 
-/// The reconcile of `cron` at `now`, its runs being `runs`.
+/// The reconcile of `cron` at `now`, its runs being `runs`, without the
+/// operator's bounds.
 pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
+    plan_with(cron, runs, now, &Limits::default())
+}
+
+/// The reconcile of `cron` at `now`, its runs being `runs`, within `limits`.
+pub fn plan_with(cron: &CronTask, runs: &[Run], now: Timestamp, limits: &Limits) -> Plan {
     let prev = cron.status.clone().unwrap_or_default();
     let mut plan = Plan {
         status: CronTaskStatus {
@@ -122,6 +159,7 @@ pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
         },
         ..Plan::default()
     };
+    let runs = &ignore_forged(runs, now, &prev, &mut plan);
     let system = cron
         .metadata
         .namespace
@@ -139,11 +177,15 @@ pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
             return plan;
         }
     };
+    if let Some(why) = too_frequent(&schedules, &tz, now, limits) {
+        invalid(&mut plan, &prev, "TooFrequent", &why, now);
+        return plan;
+    }
     count_finished(cron, runs, &mut plan);
     let suspended = cron.spec.suspend || plan.suspend;
     if !suspended {
-        due(cron, runs, &schedules, &tz, now, &mut plan);
-        release_buffered(cron, runs, &mut plan);
+        due(cron, runs, &schedules, &tz, now, limits, &mut plan);
+        release_buffered(cron, runs, limits, &mut plan);
     }
     history(cron, runs, &mut plan);
     let active: Vec<String> = runs
@@ -175,6 +217,63 @@ pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
 
 fn cron_name(cron: &CronTask) -> &str {
     cron.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// The runs of `runs` whose time has come (within [`CLOCK_SKEW`]). The
+/// others were not made by the operator, which names a run after a time
+/// that came, nor by `trigger` (after its user's clock): they are left
+/// out of every count and never deleted, and named in the status and,
+/// once each, in a Warning.
+fn ignore_forged(runs: &[Run], now: Timestamp, prev: &CronTaskStatus, plan: &mut Plan) -> Vec<Run> {
+    let (forged, real): (Vec<Run>, Vec<Run>) = runs
+        .iter()
+        .cloned()
+        .partition(|r| r.scheduled.duration_since(now) > CLOCK_SKEW);
+    let mut names: Vec<String> = forged.iter().map(|r| r.name.clone()).collect();
+    names.sort();
+    names.truncate(IGNORED_SHOWN);
+    for r in &forged {
+        if prev.ignored_runs.contains(&r.name) || !names.contains(&r.name) {
+            continue;
+        }
+        plan.notes.push(Note {
+            warning: true,
+            reason: "ForgedRun",
+            message: format!(
+                "Task {} claims to be a run of this CronTask for {}, a time still to come: \
+                 ignored (not counted, never deleted); the operator did not make it",
+                r.name, r.scheduled
+            ),
+        });
+    }
+    plan.status.ignored_runs = names;
+    real
+}
+
+/// Why `schedules` fire more often than `--cron-min-interval` allows, if
+/// they do: two of the next scheduled times are closer than it.
+fn too_frequent(
+    schedules: &[Schedule],
+    tz: &TimeZone,
+    now: Timestamp,
+    limits: &Limits,
+) -> Option<String> {
+    let min = limits.min_interval?;
+    let times: Vec<Timestamp> =
+        std::iter::successors(next_of(schedules, now, tz), |t| next_of(schedules, *t, tz))
+            .take(GAPS_CHECKED)
+            .collect();
+    let gap = times
+        .windows(2)
+        .map(|w| w[1].duration_since(w[0]))
+        .min()
+        .filter(|g| *g < min)?;
+    Some(format!(
+        "the schedule fires {}s apart, more often than this operator allows \
+         (--cron-min-interval={}s, set by the cluster admin)",
+        gap.as_secs(),
+        min.as_secs()
+    ))
 }
 
 /// The schedule or zone cannot be read: nothing runs, and the status and
@@ -270,6 +369,7 @@ fn due(
     schedules: &[Schedule],
     tz: &TimeZone,
     now: Timestamp,
+    limits: &Limits,
     plan: &mut Plan,
 ) {
     let prev = &plan.status;
@@ -327,12 +427,12 @@ fn due(
         });
     }
     if in_window {
-        start(cron, runs, latest, plan);
+        start(cron, runs, latest, limits, plan);
     }
 }
 
 /// Starts the run scheduled at `at`, as the concurrency policy says.
-fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
+fn start(cron: &CronTask, runs: &[Run], at: Timestamp, limits: &Limits, plan: &mut Plan) {
     let name = run_name(cron_name(cron), at);
     if runs.iter().any(|r| r.name == name) {
         // Made already (a reconcile whose status write was lost).
@@ -346,10 +446,17 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    if let Some(why) = over_bounds(cron, &active, limits) {
+        skip(plan, at, true, why);
+        return;
+    }
     match cron.spec.concurrency_policy {
         _ if active.is_empty() => plan.create.push(at),
         ConcurrencyPolicy::Allow => plan.create.push(at),
-        ConcurrencyPolicy::Forbid => skip(plan, at, format!("{} still active (Forbid)", names())),
+        ConcurrencyPolicy::Forbid => {
+            let why = format!("{} still active (Forbid)", names());
+            skip(plan, at, false, why);
+        }
         ConcurrencyPolicy::Replace => {
             plan.cancel = active
                 .iter()
@@ -381,26 +488,52 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
                     names(),
                     b.0
                 );
-                skip(plan, at, why);
+                skip(plan, at, false, why);
             }
         },
     }
 }
 
-fn skip(plan: &mut Plan, at: Timestamp, why: String) {
+/// Why a new run may not start beside `active`: the namespace's bound,
+/// or maxActiveRuns (with Replace: runs still being cancelled, which the
+/// new one does not wait for).
+fn over_bounds(cron: &CronTask, active: &[&Run], limits: &Limits) -> Option<String> {
+    if limits.namespace_full() {
+        return Some(format!(
+            "CronTasks have {} runs active in this namespace, the operator's bound \
+             (--cron-max-active-per-namespace={})",
+            limits.namespace_active,
+            limits.namespace_max.unwrap_or_default()
+        ));
+    }
+    let max = cron.spec.max_active_runs();
+    let counted = match cron.spec.concurrency_policy {
+        ConcurrencyPolicy::Replace => active.iter().filter(|r| r.cancelling).count(),
+        _ => active.len(),
+    };
+    (counted >= max).then(|| {
+        format!("{counted} runs of this CronTask still active (spec.maxActiveRuns: {max})")
+    })
+}
+
+fn skip(plan: &mut Plan, at: Timestamp, warning: bool, why: String) {
     plan.status.skipped += 1;
     plan.notes.push(Note {
-        warning: false,
+        warning,
         reason: "Skipped",
         message: format!("the run scheduled at {at} was skipped: {why}"),
     });
 }
 
 /// BufferOne: the kept time starts once no run is active.
-fn release_buffered(cron: &CronTask, runs: &[Run], plan: &mut Plan) {
+fn release_buffered(cron: &CronTask, runs: &[Run], limits: &Limits, plan: &mut Plan) {
     let Some(at) = plan.status.buffered.as_ref().map(|t| t.0) else {
         return;
     };
+    // Kept until the namespace has room.
+    if limits.namespace_full() {
+        return;
+    }
     if runs.iter().all(|r| r.finished.is_some()) && plan.create.is_empty() {
         plan.status.buffered = None;
         let name = run_name(cron_name(cron), at);
