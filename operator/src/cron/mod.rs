@@ -19,6 +19,7 @@ use crds::Task;
 use crds::cron::{CronTask, CronTaskStatus};
 use crds::names;
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{self, Action, Controller};
@@ -225,11 +226,34 @@ async fn carry_out(
     }
     let mut notes = plan.notes.clone();
     let mut status = plan.status.clone();
+    create_runs(ctx, &tasks, cron, plan, now, &mut status, &mut notes).await?;
+    for (name, uid) in &plan.delete {
+        api::delete_task_fenced(ctx, &ns, name, Some(uid))
+            .await
+            .map_err(Error::DeleteRun)?;
+    }
+    ctx.metrics
+        .cron_counts(&cron.status.clone().unwrap_or_default(), &status);
+    write_status(ctx, cron, &status).await?;
+    publish(ctx, cron, notes);
+    Ok(())
+}
+
+/// Creates the runs `plan` asks for; a name another Task took is counted
+/// in `status` and told in `notes`.
+async fn create_runs(
+    ctx: &Context,
+    tasks: &Api<Task>,
+    cron: &CronTask,
+    plan: &Plan,
+    now: Timestamp,
+    status: &mut CronTaskStatus,
+    notes: &mut Vec<Note>,
+) -> Result<(), Error> {
     for at in &plan.create {
-        match create_run(ctx, &tasks, cron, *at).await? {
-            Made::Now(note) => notes.push(note),
+        match create_run(ctx, tasks, cron, *at).await? {
+            Made::Now(note) | Made::Not(note) => notes.push(note),
             Made::Before => {}
-            Made::Not(note) => notes.push(note),
             Made::Taken(name, note) => {
                 // Told and counted in the same status write that moves
                 // lastScheduleTime past `at`: a repeat counts it once.
@@ -243,15 +267,6 @@ async fn carry_out(
         let lag = now.duration_since(*at).as_secs_f64().max(0.0);
         ctx.metrics.cron_run_created(lag);
     }
-    for (name, uid) in &plan.delete {
-        api::delete_task_fenced(ctx, &ns, name, Some(uid))
-            .await
-            .map_err(Error::DeleteRun)?;
-    }
-    ctx.metrics
-        .cron_counts(&cron.status.clone().unwrap_or_default(), &status);
-    write_status(ctx, cron, &status).await?;
-    publish(ctx, cron, notes);
     Ok(())
 }
 
@@ -281,12 +296,14 @@ async fn create_run(
     match api::call(ctx, "create", tasks.create(&PostParams::default(), &task)).await {
         Ok(_) => Ok(Made::Now(Note {
             warning: false,
+            related: None,
             reason: "Created",
             message: format!("created run {name} for {at}"),
         })),
         Err(e) if e.code() == Some(409) => name_holder(ctx, tasks, cron, &name, at).await,
         Err(e) if e.refusal().is_some() => Ok(Made::Not(Note {
             warning: true,
+            related: None,
             reason: "RunRefused",
             message: format!(
                 "the API server refused run {name} for {at}: {}",
@@ -335,6 +352,7 @@ async fn name_holder(
         name.to_owned(),
         Note {
             warning: true,
+            related: Some(name.to_owned()),
             reason: "RunNameTaken",
             message: format!(
                 "the run scheduled at {at} was not made: Task {name} already exists and \
@@ -403,10 +421,15 @@ fn publish(ctx: &Context, cron: &CronTask, notes: Vec<Note>) {
     let events = notes
         .into_iter()
         .map(|n| {
-            (
-                n.reason,
-                api::event(n.warning, n.reason, &n.message, "Schedule"),
-            )
+            let mut ev = api::event(n.warning, n.reason, &n.message, "Schedule");
+            ev.secondary = n.related.map(|name| ObjectReference {
+                api_version: Some(names::API_VERSION.to_owned()),
+                kind: Some(names::KIND.to_owned()),
+                namespace: cron.namespace(),
+                name: Some(name),
+                ..ObjectReference::default()
+            });
+            (n.reason, ev)
         })
         .collect();
     api::publish_on(ctx, cron.object_ref(&()), events);

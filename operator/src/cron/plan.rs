@@ -94,6 +94,9 @@ pub use crds::cron::{manual_run_name, run_name};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
     pub warning: bool,
+    /// The Task it is about, if one (the Event's related object: Events
+    /// about different Tasks are not taken for repeats of one another).
+    pub related: Option<String>,
     pub reason: &'static str,
     pub message: String,
 }
@@ -160,27 +163,13 @@ pub fn plan_with(cron: &CronTask, runs: &[Run], now: Timestamp, limits: &Limits)
         ..Plan::default()
     };
     let runs = &ignore_forged(runs, now, &prev, &mut plan);
-    let system = cron
-        .metadata
-        .namespace
-        .as_deref()
-        .is_some_and(|ns| crds::names::SYSTEM_NAMESPACES.contains(&ns));
-    if system {
-        let why = "CronTasks may not run in system namespaces";
-        invalid(&mut plan, &prev, "SystemNamespace", why, now);
-        return plan;
-    }
-    let (schedules, tz) = match schedules(cron) {
+    let (schedules, tz) = match runnable(cron, now, limits) {
         Ok(s) => s,
-        Err(why) => {
-            invalid(&mut plan, &prev, "InvalidSchedule", &why, now);
+        Err((reason, why)) => {
+            invalid(&mut plan, &prev, reason, &why, now);
             return plan;
         }
     };
-    if let Some(why) = too_frequent(&schedules, &tz, now, limits) {
-        invalid(&mut plan, &prev, "TooFrequent", &why, now);
-        return plan;
-    }
     count_finished(cron, runs, &mut plan);
     let suspended = cron.spec.suspend || plan.suspend;
     if !suspended {
@@ -215,6 +204,29 @@ pub fn plan_with(cron: &CronTask, runs: &[Run], now: Timestamp, limits: &Limits)
     plan
 }
 
+/// The schedules and zone of `cron`, or why none of its times runs (a
+/// reason and a message).
+fn runnable(
+    cron: &CronTask,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<(Vec<Schedule>, TimeZone), (&'static str, String)> {
+    let system = cron
+        .metadata
+        .namespace
+        .as_deref()
+        .is_some_and(|ns| crds::names::SYSTEM_NAMESPACES.contains(&ns));
+    if system {
+        let why = "CronTasks may not run in system namespaces";
+        return Err(("SystemNamespace", why.to_owned()));
+    }
+    let (schedules, tz) = schedules(cron).map_err(|why| ("InvalidSchedule", why))?;
+    if let Some(why) = too_frequent(&schedules, &tz, now, limits) {
+        return Err(("TooFrequent", why));
+    }
+    Ok((schedules, tz))
+}
+
 fn cron_name(cron: &CronTask) -> &str {
     cron.metadata.name.as_deref().unwrap_or_default()
 }
@@ -238,6 +250,7 @@ fn ignore_forged(runs: &[Run], now: Timestamp, prev: &CronTaskStatus, plan: &mut
         }
         plan.notes.push(Note {
             warning: true,
+            related: Some(r.name.clone()),
             reason: "ForgedRun",
             message: format!(
                 "Task {} claims to be a run of this CronTask for {}, a time still to come: \
@@ -292,6 +305,7 @@ fn invalid(
     if changed {
         plan.notes.push(Note {
             warning: true,
+            related: None,
             reason,
             message: format!("{why}; no run starts"),
         });
@@ -348,6 +362,7 @@ fn count_finished(cron: &CronTask, runs: &[Run], plan: &mut Plan) {
     {
         plan.notes.push(Note {
             warning: true,
+            related: None,
             reason: "TooManyFailures",
             message: format!(
                 "{} runs in a row failed (stopAfterFailures: {limit}): suspended; set \
@@ -410,6 +425,7 @@ fn due(
         };
         plan.notes.push(Note {
             warning: true,
+            related: None,
             reason: "Missed",
             message: format!(
                 "{}{missed} scheduled time(s) passed without a run ({first} to {last}): the \
@@ -439,24 +455,15 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, limits: &Limits, plan: &m
         return;
     }
     let active: Vec<&Run> = runs.iter().filter(|r| r.finished.is_none()).collect();
-    let names = || {
-        active
-            .iter()
-            .map(|r| r.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if let Some(why) = over_bounds(cron, &active, limits) {
-        skip(plan, at, true, why);
+    let names = || names_of(&active);
+    if let Some((warning, why)) = held_back(cron, &active, limits) {
+        skip(plan, at, warning, why);
         return;
     }
     match cron.spec.concurrency_policy {
         _ if active.is_empty() => plan.create.push(at),
-        ConcurrencyPolicy::Allow => plan.create.push(at),
-        ConcurrencyPolicy::Forbid => {
-            let why = format!("{} still active (Forbid)", names());
-            skip(plan, at, false, why);
-        }
+        // Forbid with a run active: held back above.
+        ConcurrencyPolicy::Allow | ConcurrencyPolicy::Forbid => plan.create.push(at),
         ConcurrencyPolicy::Replace => {
             plan.cancel = active
                 .iter()
@@ -465,6 +472,7 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, limits: &Limits, plan: &m
                 .collect();
             plan.notes.push(Note {
                 warning: false,
+                related: None,
                 reason: "Replaced",
                 message: format!("cancelling {} to start {name} (Replace)", names()),
             });
@@ -475,6 +483,7 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, limits: &Limits, plan: &m
                 plan.status.buffered = Some(Time(at));
                 plan.notes.push(Note {
                     warning: false,
+                    related: None,
                     reason: "Buffered",
                     message: format!(
                         "the run scheduled at {at} starts when {} ends (BufferOne)",
@@ -494,25 +503,40 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, limits: &Limits, plan: &m
     }
 }
 
-/// Why a new run may not start beside `active`: the namespace's bound,
-/// or maxActiveRuns (with Replace: runs still being cancelled, which the
-/// new one does not wait for).
-fn over_bounds(cron: &CronTask, active: &[&Run], limits: &Limits) -> Option<String> {
+/// The names of `runs`, for a message.
+fn names_of(runs: &[&Run]) -> String {
+    runs.iter()
+        .map(|r| r.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Why a new run may not start beside `active` (and whether that deserves
+/// a Warning): the namespace's bound, maxActiveRuns (with Replace: runs
+/// still being cancelled, which the new one does not wait for), or Forbid.
+fn held_back(cron: &CronTask, active: &[&Run], limits: &Limits) -> Option<(bool, String)> {
     if limits.namespace_full() {
-        return Some(format!(
+        let why = format!(
             "CronTasks have {} runs active in this namespace, the operator's bound \
              (--cron-max-active-per-namespace={})",
             limits.namespace_active,
             limits.namespace_max.unwrap_or_default()
-        ));
+        );
+        return Some((true, why));
+    }
+    let policy = cron.spec.concurrency_policy;
+    if policy == ConcurrencyPolicy::Forbid && !active.is_empty() {
+        return Some((false, format!("{} still active (Forbid)", names_of(active))));
     }
     let max = cron.spec.max_active_runs();
-    let counted = match cron.spec.concurrency_policy {
+    let counted = match policy {
         ConcurrencyPolicy::Replace => active.iter().filter(|r| r.cancelling).count(),
         _ => active.len(),
     };
     (counted >= max).then(|| {
-        format!("{counted} runs of this CronTask still active (spec.maxActiveRuns: {max})")
+        let why =
+            format!("{counted} runs of this CronTask still active (spec.maxActiveRuns: {max})");
+        (true, why)
     })
 }
 
@@ -520,6 +544,7 @@ fn skip(plan: &mut Plan, at: Timestamp, warning: bool, why: String) {
     plan.status.skipped += 1;
     plan.notes.push(Note {
         warning,
+        related: None,
         reason: "Skipped",
         message: format!("the run scheduled at {at} was skipped: {why}"),
     });
