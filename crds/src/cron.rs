@@ -19,6 +19,9 @@ pub const MAX_NAME_LEN: usize = 51;
 /// Default `spec.catchUpSeconds`.
 pub const DEFAULT_CATCH_UP_SECONDS: i64 = 3600;
 
+/// Default `spec.maxActiveRuns`.
+pub const DEFAULT_MAX_ACTIVE_RUNS: i32 = 10;
+
 /// What to do when a scheduled time comes while an earlier run of the same
 /// CronTask is still active.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
@@ -146,6 +149,14 @@ pub struct CronTaskSpec {
     #[schemars(range(min = 0, max = 1000))]
     pub failed_tasks_history_limit: Option<i32>,
 
+    /// At most this many runs of this CronTask are active (not finished) at
+    /// once: a scheduled time that comes while that many are active is
+    /// skipped (counted in status.skipped, told in an Event), whatever the
+    /// concurrencyPolicy. Default: 10.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1000))]
+    pub max_active_runs: Option<i32>,
+
     /// The Task each run is made from.
     pub task_template: TaskTemplate,
 }
@@ -167,6 +178,11 @@ impl CronTaskSpec {
     /// `successfulTasksHistoryLimit` or its default.
     pub fn successful_limit(&self) -> usize {
         usize::try_from(self.successful_tasks_history_limit.unwrap_or(3)).unwrap_or(0)
+    }
+
+    /// `maxActiveRuns` or its default.
+    pub fn max_active_runs(&self) -> usize {
+        usize::try_from(self.max_active_runs.unwrap_or(DEFAULT_MAX_ACTIVE_RUNS)).unwrap_or(1)
     }
 
     /// `failedTasksHistoryLimit` or its default.
@@ -219,9 +235,26 @@ pub struct CronTaskStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_counted_time: Option<Time>,
 
-    /// Scheduled times skipped by concurrencyPolicy (Forbid, BufferOne).
+    /// Scheduled times skipped: by concurrencyPolicy (Forbid, BufferOne),
+    /// by maxActiveRuns, or by the operator's bound on active runs per
+    /// namespace.
     #[serde(default)]
     pub skipped: i64,
+
+    /// Scheduled times whose run could not be made because another Task
+    /// already had its name (not made by this CronTask): each is told in a
+    /// Warning Event (reason RunNameTaken) naming that Task and what claims
+    /// it, and counted here once.
+    #[serde(default)]
+    pub name_taken: i64,
+
+    /// Tasks that claim to be runs of this CronTask but are named after a
+    /// scheduled time still to come: no run is, so they are ignored (not
+    /// counted, never deleted) and told once in a Warning Event (reason
+    /// ForgedRun). At most 16 names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub ignored_runs: Vec<String>,
 
     /// Scheduled times that passed without a run (operator down, suspended)
     /// and were not caught up.

@@ -14,7 +14,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
-use crds::names::labels;
+use crds::Task;
+use crds::names::{self, labels};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
@@ -49,6 +50,9 @@ pub struct Caches {
     /// Tasks (UIDs) a pod of which left the pod cache since their last
     /// reconcile: see `Caches::take_departed`.
     departed: Mutex<HashSet<String>>,
+    /// The Task cache's keys of CronTasks' runs, by CronTask, so a
+    /// CronTask finds its runs without walking every Task.
+    runs: Mutex<RunIndex>,
 }
 
 impl Caches {
@@ -80,6 +84,36 @@ impl Caches {
                 .map(|p| Pod::clone(&p))
                 .collect(),
         )
+    }
+
+    /// Keeps the run index in step with the Task watch; called with each
+    /// event right after the Task store took it.
+    pub fn index_task(&self, ev: &Event<Task>) {
+        if let Ok(mut index) = self.runs.lock() {
+            index.apply(ev);
+        }
+    }
+
+    /// The keys of the Tasks whose controller is the CronTask with UID
+    /// `cron_uid`, once the index has synced; `None` before.
+    pub fn runs_of(&self, cron_uid: &str) -> Option<Vec<ObjectRef<Task>>> {
+        let index = self.runs.lock().ok()?;
+        index.synced.then(|| {
+            index
+                .by_owner
+                .get(cron_uid)
+                .map(|keys| keys.iter().cloned().collect())
+                .unwrap_or_default()
+        })
+    }
+
+    /// How many runs of CronTasks are active (not finished) in `namespace`,
+    /// once the index has synced; `None` before.
+    pub fn active_runs_in(&self, namespace: &str) -> Option<usize> {
+        let index = self.runs.lock().ok()?;
+        index
+            .synced
+            .then(|| index.active.get(namespace).map_or(0, HashSet::len))
     }
 
     /// Keeps the pod index in step with the pod watch; called with each
@@ -211,6 +245,91 @@ impl PodIndex {
                 self.by_task.remove(&task);
             }
         }
+    }
+}
+
+/// The keys of the cached Tasks a CronTask controls, by the CronTask's UID,
+/// and of those not finished, by namespace; rebuilt by each relist like
+/// the store.
+#[derive(Default)]
+struct RunIndex {
+    by_owner: HashMap<String, HashSet<ObjectRef<Task>>>,
+    /// Each indexed Task's CronTask (UID) and namespace.
+    owner_of: HashMap<ObjectRef<Task>, (String, String)>,
+    active: HashMap<String, HashSet<ObjectRef<Task>>>,
+    relist: Option<Box<RunIndex>>,
+    synced: bool,
+}
+
+impl RunIndex {
+    fn apply(&mut self, ev: &Event<Task>) {
+        match ev {
+            Event::Init => self.relist = Some(Box::default()),
+            Event::InitApply(t) => self.relist.get_or_insert_default().put(t),
+            Event::InitDone => {
+                let next = self.relist.take().unwrap_or_default();
+                self.by_owner = next.by_owner;
+                self.owner_of = next.owner_of;
+                self.active = next.active;
+                self.synced = true;
+            }
+            Event::Apply(t) => self.put(t),
+            Event::Delete(t) => self.remove(&task_key(t)),
+        }
+    }
+
+    fn put(&mut self, t: &Task) {
+        let key = task_key(t);
+        self.remove(&key);
+        let (Some(owner), Some(ns)) = (cron_owner(t), t.metadata.namespace.clone()) else {
+            return;
+        };
+        self.by_owner
+            .entry(owner.clone())
+            .or_default()
+            .insert(key.clone());
+        if !t.is_terminal() {
+            self.active
+                .entry(ns.clone())
+                .or_default()
+                .insert(key.clone());
+        }
+        self.owner_of.insert(key, (owner, ns));
+    }
+
+    fn remove(&mut self, key: &ObjectRef<Task>) {
+        let Some((owner, ns)) = self.owner_of.remove(key) else {
+            return;
+        };
+        for (map, k) in [(&mut self.by_owner, owner), (&mut self.active, ns)] {
+            if let Some(keys) = map.get_mut(&k) {
+                keys.remove(key);
+                if keys.is_empty() {
+                    map.remove(&k);
+                }
+            }
+        }
+    }
+}
+
+/// The UID of the CronTask that controls `t`, if one does.
+pub fn cron_owner(t: &Task) -> Option<String> {
+    t.owner_references()
+        .iter()
+        .find(|o| {
+            o.controller == Some(true)
+                && o.kind == names::CRON_KIND
+                && o.api_version == names::API_VERSION
+        })
+        .map(|o| o.uid.clone())
+}
+
+/// A Task's key in the store: its namespace and name.
+fn task_key(t: &Task) -> ObjectRef<Task> {
+    let key = ObjectRef::new(&t.name_any());
+    match t.metadata.namespace.as_deref() {
+        Some(ns) => key.within(ns),
+        None => key,
     }
 }
 
@@ -441,6 +560,73 @@ mod tests {
         feed(Event::InitDone);
         assert_eq!(names(caches.pods("ns", "t1", &job)), ["e"]);
         assert_eq!(names(caches.pods("ns", "t2", &job)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_cron_task_finds_its_runs_by_the_index() {
+        use crds::Phase;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let caches = Caches::default();
+        let run = |name: &str, ns: &str, owner: &str, kind: &str, phase: Option<Phase>| {
+            let mut t: Task = serde_json::from_value(serde_json::json!({
+                "apiVersion": "longtask.dev/v1alpha1", "kind": "Task",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {"command": ["true"]},
+            }))
+            .expect("task");
+            t.metadata.owner_references = Some(vec![OwnerReference {
+                api_version: names::API_VERSION.to_owned(),
+                kind: kind.to_owned(),
+                name: "c".to_owned(),
+                uid: owner.to_owned(),
+                controller: Some(true),
+                block_owner_deletion: None,
+            }]);
+            t.status = phase.map(|p| crds::TaskStatus {
+                phase: Some(p),
+                ..Default::default()
+            });
+            t
+        };
+        let names = |keys: Option<Vec<ObjectRef<Task>>>| {
+            let mut n: Vec<String> = keys
+                .unwrap_or_default()
+                .into_iter()
+                .map(|k| k.name)
+                .collect();
+            n.sort();
+            n
+        };
+        assert!(caches.runs_of("c1").is_none(), "not synced");
+        caches.index_task(&Event::Init);
+        caches.index_task(&Event::InitApply(run("a", "ns", "c1", "CronTask", None)));
+        caches.index_task(&Event::InitApply(run("b", "ns", "c2", "CronTask", None)));
+        // Another kind with the CronTask's UID is no run.
+        caches.index_task(&Event::InitApply(run("x", "ns", "c1", "Task", None)));
+        caches.index_task(&Event::InitDone);
+        assert_eq!(names(caches.runs_of("c1")), ["a"]);
+        assert_eq!(caches.active_runs_in("ns"), Some(2));
+        caches.index_task(&Event::Apply(run("d", "ns", "c1", "CronTask", None)));
+        caches.index_task(&Event::Apply(run(
+            "a",
+            "ns",
+            "c1",
+            "CronTask",
+            Some(Phase::Completed),
+        )));
+        assert_eq!(names(caches.runs_of("c1")), ["a", "d"]);
+        assert_eq!(caches.active_runs_in("ns"), Some(2));
+        assert_eq!(caches.active_runs_in("other"), Some(0));
+        caches.index_task(&Event::Delete(run("d", "ns", "c1", "CronTask", None)));
+        assert_eq!(names(caches.runs_of("c1")), ["a"]);
+        assert_eq!(caches.active_runs_in("ns"), Some(1));
+        // A relist replaces the index once done.
+        caches.index_task(&Event::Init);
+        caches.index_task(&Event::InitApply(run("e", "ns", "c1", "CronTask", None)));
+        assert_eq!(names(caches.runs_of("c1")), ["a"]);
+        caches.index_task(&Event::InitDone);
+        assert_eq!(names(caches.runs_of("c1")), ["e"]);
+        assert_eq!(names(caches.runs_of("c2")), Vec::<String>::new());
     }
 
     #[test]

@@ -35,6 +35,12 @@ pub struct Config {
     pub backoff_max: Duration,
     /// Retention defaults (`--delete-finished-after`, `--keep-finished`).
     pub retention: crate::retention::Defaults,
+    /// `--cron-min-interval`: the shortest time between two scheduled
+    /// times of a CronTask; `None`: any.
+    pub cron_min_interval: Option<Duration>,
+    /// `--cron-max-active-per-namespace`: active runs CronTasks may have
+    /// in one namespace; `None`: no bound.
+    pub cron_max_active_per_namespace: Option<usize>,
 }
 
 impl Config {
@@ -50,6 +56,8 @@ impl Config {
             backoff_base: Duration::from_secs(1),
             backoff_max: Duration::from_secs(300),
             retention: crate::retention::Defaults::default(),
+            cron_min_interval: Some(Duration::from_secs(60)),
+            cron_max_active_per_namespace: Some(100),
         }
     }
 }

@@ -75,6 +75,19 @@ struct Cli {
     /// says otherwise (default: keep them all).
     #[arg(long, env = "LONGTASK_KEEP_FINISHED")]
     keep_finished: Option<u32>,
+    /// The shortest time, in seconds, allowed between two scheduled times
+    /// of a CronTask (0: any). A CronTask whose schedule fires more often
+    /// starts no run and shows Ready=False, reason TooFrequent.
+    #[arg(long, default_value_t = 60, env = "LONGTASK_CRON_MIN_INTERVAL")]
+    cron_min_interval: u64,
+    /// At most this many runs of CronTasks are active in one namespace (0:
+    /// no bound); a scheduled time due beyond it is skipped, with a Warning.
+    #[arg(
+        long,
+        default_value_t = 100,
+        env = "LONGTASK_CRON_MAX_ACTIVE_PER_NAMESPACE"
+    )]
+    cron_max_active_per_namespace: u32,
     /// Name of this operator instance in Events and in the Lease (the pod name).
     #[arg(long, env = "POD_NAME")]
     instance: Option<String>,
@@ -165,6 +178,10 @@ fn context(cli: &Cli, client: &Client) -> Arc<Context> {
             delete_after: cli.delete_finished_after,
             keep: cli.keep_finished,
         },
+        cron_min_interval: (cli.cron_min_interval > 0)
+            .then(|| Duration::from_secs(cli.cron_min_interval)),
+        cron_max_active_per_namespace: (cli.cron_max_active_per_namespace > 0)
+            .then(|| usize::try_from(cli.cron_max_active_per_namespace).unwrap_or(usize::MAX)),
         ..Config::new(
             cli.worker_image.clone().unwrap_or_default(),
             Duration::from_secs(cli.api_timeout_seconds.max(1)),

@@ -433,6 +433,7 @@ fn chart_files_are_links_to_manifests() {
         ("serviceaccount.yaml", "serviceaccount.yaml"),
         ("worker-policy.yaml", "worker-policy.yaml"),
         ("operator-policy.yaml", "operator-policy.yaml"),
+        ("cron-run-policy.yaml", "cron-run-policy.yaml"),
         ("namespaced-rbac.yaml", "namespaced/rbac.yaml"),
     ] {
         let path = files.join(name);

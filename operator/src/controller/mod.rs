@@ -154,6 +154,7 @@ fn task_watch(
     let before = store.clone();
     let on_end = ctx.clone();
     let on_delete = ctx.clone();
+    let runs = ctx.clone();
     let stream = reflector(
         writer,
         watcher(tasks, watcher::Config::default().page_size(LIST_PAGE))
@@ -172,6 +173,9 @@ fn task_watch(
     // A Task deleted before it ended leaves its queue (or its slot). A
     // CronTask's run wakes its CronTask.
     .inspect(move |ev| {
+        if let Ok(ev) = ev {
+            runs.caches.index_task(ev);
+        }
         if let Ok(watcher::Event::Delete(t)) = ev
             && !t.is_terminal()
         {

@@ -16,10 +16,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crds::Task;
-use crds::cron::CronTask;
+use crds::cron::{CronTask, CronTaskStatus};
 use crds::names;
 use futures::StreamExt;
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::reflector::ObjectRef;
@@ -39,6 +40,13 @@ use self::plan::{Note, Plan, Run};
 pub enum Error {
     #[error("cannot create run {namespace}/{name}")]
     CreateRun {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot read {namespace}/{name}, which has the name of a run")]
+    GetRun {
         namespace: String,
         name: String,
         #[source]
@@ -136,7 +144,7 @@ pub async fn reconcile(cron: Arc<CronTask>, ctx: Arc<Context>) -> Result<Action,
     let now = Timestamp::now();
     let runs = runs_of(&ctx, &cron);
     tracing::debug!(crontask = %cron.name_any(), runs = runs.len(), "reconcile");
-    let plan = plan::plan(&cron, &runs, now);
+    let plan = plan::plan_with(&cron, &runs, now, &limits(&ctx, &cron));
     carry_out(&ctx, &cron, &plan, now).await?;
     Ok(match plan.requeue {
         // A hair late rather than early: the time must have come.
@@ -145,7 +153,9 @@ pub async fn reconcile(cron: Arc<CronTask>, ctx: Arc<Context>) -> Result<Action,
     })
 }
 
-/// The runs of `cron`: Tasks of its namespace it controls (by UID).
+/// The runs of `cron`: Tasks of its namespace it controls (a controller
+/// owner reference of kind CronTask with its UID), found by the run index
+/// (or, before it has synced, by a walk of the Task cache).
 fn runs_of(ctx: &Context, cron: &CronTask) -> Vec<Run> {
     let (Some(store), Some(uid), Some(ns)) = (
         ctx.queue.tasks(),
@@ -155,17 +165,32 @@ fn runs_of(ctx: &Context, cron: &CronTask) -> Vec<Run> {
         return Vec::new();
     };
     let name = cron.name_any();
-    store
-        .state()
+    let ours = |t: &Task| {
+        t.metadata.namespace.as_deref() == Some(ns)
+            && crate::cache::cron_owner(t).as_deref() == Some(uid)
+    };
+    let tasks: Vec<Arc<Task>> = match ctx.caches.runs_of(uid) {
+        Some(keys) => keys.iter().filter_map(|k| store.get(k)).collect(),
+        None => store.state(),
+    };
+    tasks
         .iter()
-        .filter(|t| t.metadata.namespace.as_deref() == Some(ns))
-        .filter(|t| {
-            t.owner_references()
-                .iter()
-                .any(|o| o.controller == Some(true) && o.uid == uid)
-        })
+        .filter(|t| ours(t))
         .filter_map(|t| Run::of(t, &name))
         .collect()
+}
+
+/// The operator's bounds, and the active runs of `cron`'s namespace.
+fn limits(ctx: &Context, cron: &CronTask) -> plan::Limits {
+    let ns = cron.metadata.namespace.as_deref().unwrap_or_default();
+    plan::Limits {
+        min_interval: ctx
+            .config
+            .cron_min_interval
+            .and_then(|d| SignedDuration::try_from(d).ok()),
+        namespace_max: ctx.config.cron_max_active_per_namespace,
+        namespace_active: ctx.caches.active_runs_in(ns).unwrap_or(0),
+    }
 }
 
 /// The calls `plan` asks for, the status last (it records what was done).
@@ -200,44 +225,85 @@ async fn carry_out(
             })?;
     }
     let mut notes = plan.notes.clone();
-    for at in &plan.create {
-        if let Some(note) = create_run(ctx, &tasks, cron, *at).await? {
-            notes.push(note);
-        }
-        let lag = now.duration_since(*at).as_secs_f64().max(0.0);
-        ctx.metrics.cron_run_created(lag);
-    }
+    let mut status = plan.status.clone();
+    create_runs(ctx, &tasks, cron, plan, now, &mut status, &mut notes).await?;
     for (name, uid) in &plan.delete {
         api::delete_task_fenced(ctx, &ns, name, Some(uid))
             .await
             .map_err(Error::DeleteRun)?;
     }
     ctx.metrics
-        .cron_counts(&cron.status.clone().unwrap_or_default(), &plan.status);
-    write_status(ctx, cron, plan).await?;
+        .cron_counts(&cron.status.clone().unwrap_or_default(), &status);
+    write_status(ctx, cron, &status).await?;
     publish(ctx, cron, notes);
     Ok(())
 }
 
-/// Creates the run scheduled at `at`; AlreadyExists is the run made before
-/// (then `None`), unless another object took its name (then a Warning).
+/// Creates the runs `plan` asks for; a name another Task took is counted
+/// in `status` and told in `notes`.
+async fn create_runs(
+    ctx: &Context,
+    tasks: &Api<Task>,
+    cron: &CronTask,
+    plan: &Plan,
+    now: Timestamp,
+    status: &mut CronTaskStatus,
+    notes: &mut Vec<Note>,
+) -> Result<(), Error> {
+    for at in &plan.create {
+        match create_run(ctx, tasks, cron, *at).await? {
+            Made::Now(note) | Made::Not(note) => notes.push(note),
+            Made::Before => {}
+            Made::Taken(name, note) => {
+                // Told and counted in the same status write that moves
+                // lastScheduleTime past `at`: a repeat counts it once.
+                status.name_taken += 1;
+                status.active.retain(|n| *n != name);
+                status.active_count = i32::try_from(status.active.len()).unwrap_or(i32::MAX);
+                notes.push(note);
+                continue;
+            }
+        }
+        let lag = now.duration_since(*at).as_secs_f64().max(0.0);
+        ctx.metrics.cron_run_created(lag);
+    }
+    Ok(())
+}
+
+/// What became of a run to create.
+enum Made {
+    /// Created now.
+    Now(Note),
+    /// Made before (AlreadyExists, and controlled by this CronTask).
+    Before,
+    /// Another Task has its name (the run's name, and a Warning).
+    Taken(String, Note),
+    /// The API server refused it for what it carries.
+    Not(Note),
+}
+
+/// Creates the run scheduled at `at`. AlreadyExists is the run made
+/// before when this CronTask controls the Task of that name; otherwise
+/// another Task took the name, and a Warning says what claims it.
 async fn create_run(
     ctx: &Context,
     tasks: &Api<Task>,
     cron: &CronTask,
     at: Timestamp,
-) -> Result<Option<Note>, Error> {
+) -> Result<Made, Error> {
     let task = crds::cron::build_run(cron, at, false);
     let name = task.name_any();
     match api::call(ctx, "create", tasks.create(&PostParams::default(), &task)).await {
-        Ok(_) => Ok(Some(Note {
+        Ok(_) => Ok(Made::Now(Note {
             warning: false,
+            related: None,
             reason: "Created",
             message: format!("created run {name} for {at}"),
         })),
-        Err(e) if e.code() == Some(409) => Ok(None),
-        Err(e) if e.refusal().is_some() => Ok(Some(Note {
+        Err(e) if e.code() == Some(409) => name_holder(ctx, tasks, cron, &name, at).await,
+        Err(e) if e.refusal().is_some() => Ok(Made::Not(Note {
             warning: true,
+            related: None,
             reason: "RunRefused",
             message: format!(
                 "the API server refused run {name} for {at}: {}",
@@ -250,6 +316,50 @@ async fn create_run(
             source,
         }),
     }
+}
+
+/// The Task named `name` exists: the run made before, or a Task that took
+/// the name of the run for `at`.
+async fn name_holder(
+    ctx: &Context,
+    tasks: &Api<Task>,
+    cron: &CronTask,
+    name: &str,
+    at: Timestamp,
+) -> Result<Made, Error> {
+    let held = api::call(ctx, "get", tasks.get(name))
+        .await
+        .map_err(|source| Error::GetRun {
+            namespace: cron.namespace().unwrap_or_default(),
+            name: name.to_owned(),
+            source,
+        })?;
+    let uid = cron.metadata.uid.as_deref().unwrap_or_default();
+    if crate::cache::cron_owner(&held).as_deref() == Some(uid) {
+        return Ok(Made::Before);
+    }
+    let claim = match held.owner_references().first() {
+        None => "it has no owner".to_owned(),
+        Some(o) if o.kind == names::CRON_KIND => {
+            format!(
+                "it is owned by CronTask {} of UID {}, not {uid}",
+                o.name, o.uid
+            )
+        }
+        Some(o) => format!("it is owned by {} {}", o.kind, o.name),
+    };
+    Ok(Made::Taken(
+        name.to_owned(),
+        Note {
+            warning: true,
+            related: Some(name.to_owned()),
+            reason: "RunNameTaken",
+            message: format!(
+                "the run scheduled at {at} was not made: Task {name} already exists and \
+                 was not made by this CronTask ({claim}); counted in status.nameTaken"
+            ),
+        },
+    ))
 }
 
 /// Sets spec.suspend (stopAfterFailures reached): a merge patch of that
@@ -276,9 +386,13 @@ async fn suspend(ctx: &Context, cron: &CronTask) -> Result<(), Error> {
     })
 }
 
-/// Writes the plan's status (server-side apply), unless it is the same.
-async fn write_status(ctx: &Context, cron: &CronTask, plan: &Plan) -> Result<(), Error> {
-    if cron.status.as_ref() == Some(&plan.status) {
+/// Writes `status` (server-side apply), unless it is the same.
+async fn write_status(
+    ctx: &Context,
+    cron: &CronTask,
+    status: &CronTaskStatus,
+) -> Result<(), Error> {
+    if cron.status.as_ref() == Some(status) {
         return Ok(());
     }
     let crons: Api<CronTask> =
@@ -286,7 +400,7 @@ async fn write_status(ctx: &Context, cron: &CronTask, plan: &Plan) -> Result<(),
     let body = serde_json::json!({
         "apiVersion": names::API_VERSION,
         "kind": names::CRON_KIND,
-        "status": plan.status,
+        "status": status,
     });
     api::call(
         ctx,
@@ -307,10 +421,15 @@ fn publish(ctx: &Context, cron: &CronTask, notes: Vec<Note>) {
     let events = notes
         .into_iter()
         .map(|n| {
-            (
-                n.reason,
-                api::event(n.warning, n.reason, &n.message, "Schedule"),
-            )
+            let mut ev = api::event(n.warning, n.reason, &n.message, "Schedule");
+            ev.secondary = n.related.map(|name| ObjectReference {
+                api_version: Some(names::API_VERSION.to_owned()),
+                kind: Some(names::KIND.to_owned()),
+                namespace: cron.namespace(),
+                name: Some(name),
+                ..ObjectReference::default()
+            });
+            (n.reason, ev)
         })
         .collect();
     api::publish_on(ctx, cron.object_ref(&()), events);

@@ -16,6 +16,37 @@ const COUNT_LIMIT: usize = 10_000;
 /// How many next times the status shows.
 const NEXT_SHOWN: usize = 3;
 
+/// How far ahead of the operator's clock a run's time may be (clocks of
+/// nodes and of `kubectl longtask trigger` users differ a little): a run
+/// named after a later time is no run, whatever its owner says.
+pub const CLOCK_SKEW: SignedDuration = SignedDuration::from_secs(60);
+
+/// How many consecutive scheduled times `--cron-min-interval` looks at.
+const GAPS_CHECKED: usize = 64;
+
+/// How many ignored runs the status names.
+const IGNORED_SHOWN: usize = 16;
+
+/// The operator's bounds on CronTasks (its flags), and what the
+/// CronTask's namespace has active now.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// `--cron-min-interval`: the shortest time allowed between two
+    /// scheduled times; `None`: any.
+    pub min_interval: Option<SignedDuration>,
+    /// `--cron-max-active-per-namespace`; `None`: no bound.
+    pub namespace_max: Option<usize>,
+    /// Active runs of every CronTask in the namespace, as the cache shows.
+    pub namespace_active: usize,
+}
+
+impl Limits {
+    fn namespace_full(&self) -> bool {
+        self.namespace_max
+            .is_some_and(|max| self.namespace_active >= max)
+    }
+}
+
 /// A run of a CronTask as the reconcile needs it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Run {
@@ -63,6 +94,9 @@ pub use crds::cron::{manual_run_name, run_name};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Note {
     pub warning: bool,
+    /// The Task it is about, if one (the Event's related object: Events
+    /// about different Tasks are not taken for repeats of one another).
+    pub related: Option<String>,
     pub reason: &'static str,
     pub message: String,
 }
@@ -112,8 +146,14 @@ pub fn schedule_key(cron: &CronTask) -> String {
     )
 }
 
-/// The reconcile of `cron` at `now`, its runs being `runs`.
+/// The reconcile of `cron` at `now`, its runs being `runs`, without the
+/// operator's bounds.
 pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
+    plan_with(cron, runs, now, &Limits::default())
+}
+
+/// The reconcile of `cron` at `now`, its runs being `runs`, within `limits`.
+pub fn plan_with(cron: &CronTask, runs: &[Run], now: Timestamp, limits: &Limits) -> Plan {
     let prev = cron.status.clone().unwrap_or_default();
     let mut plan = Plan {
         status: CronTaskStatus {
@@ -122,28 +162,19 @@ pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
         },
         ..Plan::default()
     };
-    let system = cron
-        .metadata
-        .namespace
-        .as_deref()
-        .is_some_and(|ns| crds::names::SYSTEM_NAMESPACES.contains(&ns));
-    if system {
-        let why = "CronTasks may not run in system namespaces";
-        invalid(&mut plan, &prev, "SystemNamespace", why, now);
-        return plan;
-    }
-    let (schedules, tz) = match schedules(cron) {
+    let runs = &ignore_forged(runs, now, &prev, &mut plan);
+    let (schedules, tz) = match runnable(cron, now, limits) {
         Ok(s) => s,
-        Err(why) => {
-            invalid(&mut plan, &prev, "InvalidSchedule", &why, now);
+        Err((reason, why)) => {
+            invalid(&mut plan, &prev, reason, &why, now);
             return plan;
         }
     };
     count_finished(cron, runs, &mut plan);
     let suspended = cron.spec.suspend || plan.suspend;
     if !suspended {
-        due(cron, runs, &schedules, &tz, now, &mut plan);
-        release_buffered(cron, runs, &mut plan);
+        due(cron, runs, &schedules, &tz, now, limits, &mut plan);
+        release_buffered(cron, runs, limits, &mut plan);
     }
     history(cron, runs, &mut plan);
     let active: Vec<String> = runs
@@ -173,8 +204,89 @@ pub fn plan(cron: &CronTask, runs: &[Run], now: Timestamp) -> Plan {
     plan
 }
 
+/// The schedules and zone of `cron`, or why none of its times runs (a
+/// reason and a message).
+fn runnable(
+    cron: &CronTask,
+    now: Timestamp,
+    limits: &Limits,
+) -> Result<(Vec<Schedule>, TimeZone), (&'static str, String)> {
+    let system = cron
+        .metadata
+        .namespace
+        .as_deref()
+        .is_some_and(|ns| crds::names::SYSTEM_NAMESPACES.contains(&ns));
+    if system {
+        let why = "CronTasks may not run in system namespaces";
+        return Err(("SystemNamespace", why.to_owned()));
+    }
+    let (schedules, tz) = schedules(cron).map_err(|why| ("InvalidSchedule", why))?;
+    if let Some(why) = too_frequent(&schedules, &tz, now, limits) {
+        return Err(("TooFrequent", why));
+    }
+    Ok((schedules, tz))
+}
+
 fn cron_name(cron: &CronTask) -> &str {
     cron.metadata.name.as_deref().unwrap_or_default()
+}
+
+/// The runs of `runs` whose time has come (within [`CLOCK_SKEW`]). The
+/// others were not made by the operator, which names a run after a time
+/// that came, nor by `trigger` (after its user's clock): they are left
+/// out of every count and never deleted, and named in the status and,
+/// once each, in a Warning.
+fn ignore_forged(runs: &[Run], now: Timestamp, prev: &CronTaskStatus, plan: &mut Plan) -> Vec<Run> {
+    let (forged, real): (Vec<Run>, Vec<Run>) = runs
+        .iter()
+        .cloned()
+        .partition(|r| r.scheduled.duration_since(now) > CLOCK_SKEW);
+    let mut names: Vec<String> = forged.iter().map(|r| r.name.clone()).collect();
+    names.sort();
+    names.truncate(IGNORED_SHOWN);
+    for r in &forged {
+        if prev.ignored_runs.contains(&r.name) || !names.contains(&r.name) {
+            continue;
+        }
+        plan.notes.push(Note {
+            warning: true,
+            related: Some(r.name.clone()),
+            reason: "ForgedRun",
+            message: format!(
+                "Task {} claims to be a run of this CronTask for {}, a time still to come: \
+                 ignored (not counted, never deleted); the operator did not make it",
+                r.name, r.scheduled
+            ),
+        });
+    }
+    plan.status.ignored_runs = names;
+    real
+}
+
+/// Why `schedules` fire more often than `--cron-min-interval` allows, if
+/// they do: two of the next scheduled times are closer than it.
+fn too_frequent(
+    schedules: &[Schedule],
+    tz: &TimeZone,
+    now: Timestamp,
+    limits: &Limits,
+) -> Option<String> {
+    let min = limits.min_interval?;
+    let times: Vec<Timestamp> =
+        std::iter::successors(next_of(schedules, now, tz), |t| next_of(schedules, *t, tz))
+            .take(GAPS_CHECKED)
+            .collect();
+    let gap = times
+        .windows(2)
+        .map(|w| w[1].duration_since(w[0]))
+        .min()
+        .filter(|g| *g < min)?;
+    Some(format!(
+        "the schedule fires {}s apart, more often than this operator allows \
+         (--cron-min-interval={}s, set by the cluster admin)",
+        gap.as_secs(),
+        min.as_secs()
+    ))
 }
 
 /// The schedule or zone cannot be read: nothing runs, and the status and
@@ -193,6 +305,7 @@ fn invalid(
     if changed {
         plan.notes.push(Note {
             warning: true,
+            related: None,
             reason,
             message: format!("{why}; no run starts"),
         });
@@ -249,6 +362,7 @@ fn count_finished(cron: &CronTask, runs: &[Run], plan: &mut Plan) {
     {
         plan.notes.push(Note {
             warning: true,
+            related: None,
             reason: "TooManyFailures",
             message: format!(
                 "{} runs in a row failed (stopAfterFailures: {limit}): suspended; set \
@@ -270,6 +384,7 @@ fn due(
     schedules: &[Schedule],
     tz: &TimeZone,
     now: Timestamp,
+    limits: &Limits,
     plan: &mut Plan,
 ) {
     let prev = &plan.status;
@@ -310,6 +425,7 @@ fn due(
         };
         plan.notes.push(Note {
             warning: true,
+            related: None,
             reason: "Missed",
             message: format!(
                 "{}{missed} scheduled time(s) passed without a run ({first} to {last}): the \
@@ -327,29 +443,27 @@ fn due(
         });
     }
     if in_window {
-        start(cron, runs, latest, plan);
+        start(cron, runs, latest, limits, plan);
     }
 }
 
 /// Starts the run scheduled at `at`, as the concurrency policy says.
-fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
+fn start(cron: &CronTask, runs: &[Run], at: Timestamp, limits: &Limits, plan: &mut Plan) {
     let name = run_name(cron_name(cron), at);
     if runs.iter().any(|r| r.name == name) {
         // Made already (a reconcile whose status write was lost).
         return;
     }
     let active: Vec<&Run> = runs.iter().filter(|r| r.finished.is_none()).collect();
-    let names = || {
-        active
-            .iter()
-            .map(|r| r.name.as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let names = || names_of(&active);
+    if let Some((warning, why)) = held_back(cron, &active, limits) {
+        skip(plan, at, warning, why);
+        return;
+    }
     match cron.spec.concurrency_policy {
         _ if active.is_empty() => plan.create.push(at),
-        ConcurrencyPolicy::Allow => plan.create.push(at),
-        ConcurrencyPolicy::Forbid => skip(plan, at, format!("{} still active (Forbid)", names())),
+        // Forbid with a run active: held back above.
+        ConcurrencyPolicy::Allow | ConcurrencyPolicy::Forbid => plan.create.push(at),
         ConcurrencyPolicy::Replace => {
             plan.cancel = active
                 .iter()
@@ -358,6 +472,7 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
                 .collect();
             plan.notes.push(Note {
                 warning: false,
+                related: None,
                 reason: "Replaced",
                 message: format!("cancelling {} to start {name} (Replace)", names()),
             });
@@ -368,6 +483,7 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
                 plan.status.buffered = Some(Time(at));
                 plan.notes.push(Note {
                     warning: false,
+                    related: None,
                     reason: "Buffered",
                     message: format!(
                         "the run scheduled at {at} starts when {} ends (BufferOne)",
@@ -381,26 +497,68 @@ fn start(cron: &CronTask, runs: &[Run], at: Timestamp, plan: &mut Plan) {
                     names(),
                     b.0
                 );
-                skip(plan, at, why);
+                skip(plan, at, false, why);
             }
         },
     }
 }
 
-fn skip(plan: &mut Plan, at: Timestamp, why: String) {
+/// The names of `runs`, for a message.
+fn names_of(runs: &[&Run]) -> String {
+    runs.iter()
+        .map(|r| r.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Why a new run may not start beside `active` (and whether that deserves
+/// a Warning): the namespace's bound, maxActiveRuns (with Replace: runs
+/// still being cancelled, which the new one does not wait for), or Forbid.
+fn held_back(cron: &CronTask, active: &[&Run], limits: &Limits) -> Option<(bool, String)> {
+    if limits.namespace_full() {
+        let why = format!(
+            "CronTasks have {} runs active in this namespace, the operator's bound \
+             (--cron-max-active-per-namespace={})",
+            limits.namespace_active,
+            limits.namespace_max.unwrap_or_default()
+        );
+        return Some((true, why));
+    }
+    let policy = cron.spec.concurrency_policy;
+    if policy == ConcurrencyPolicy::Forbid && !active.is_empty() {
+        return Some((false, format!("{} still active (Forbid)", names_of(active))));
+    }
+    let max = cron.spec.max_active_runs();
+    let counted = match policy {
+        ConcurrencyPolicy::Replace => active.iter().filter(|r| r.cancelling).count(),
+        _ => active.len(),
+    };
+    (counted >= max).then(|| {
+        let why =
+            format!("{counted} runs of this CronTask still active (spec.maxActiveRuns: {max})");
+        (true, why)
+    })
+}
+
+fn skip(plan: &mut Plan, at: Timestamp, warning: bool, why: String) {
     plan.status.skipped += 1;
     plan.notes.push(Note {
-        warning: false,
+        warning,
+        related: None,
         reason: "Skipped",
         message: format!("the run scheduled at {at} was skipped: {why}"),
     });
 }
 
 /// BufferOne: the kept time starts once no run is active.
-fn release_buffered(cron: &CronTask, runs: &[Run], plan: &mut Plan) {
+fn release_buffered(cron: &CronTask, runs: &[Run], limits: &Limits, plan: &mut Plan) {
     let Some(at) = plan.status.buffered.as_ref().map(|t| t.0) else {
         return;
     };
+    // Kept until the namespace has room.
+    if limits.namespace_full() {
+        return;
+    }
     if runs.iter().all(|r| r.finished.is_some()) && plan.create.is_empty() {
         plan.status.buffered = None;
         let name = run_name(cron_name(cron), at);

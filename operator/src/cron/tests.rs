@@ -1,13 +1,16 @@
 //! The CronTask plan with the clock handed in: each concurrency policy,
 //! catch-up after downtime, suspension, history limits, stopAfterFailures,
-//! edits, and a status write that was lost.
+//! edits, a status write that was lost; runs named after a time to come,
+//! and the operator's bounds.
 
 use crds::cron::{ConcurrencyPolicy, CronTask, CronTaskSpec, CronTaskStatus, TaskTemplate};
 use crds::{Phase, TaskSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 
-use super::plan::{Run, manual_run_name, plan, run_name};
+use k8s_openapi::jiff::SignedDuration;
+
+use super::plan::{Limits, Run, manual_run_name, plan, plan_with, run_name};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("timestamp")
@@ -25,6 +28,7 @@ fn cron(change: impl FnOnce(&mut CronTaskSpec)) -> CronTask {
         stop_after_failures: None,
         successful_tasks_history_limit: None,
         failed_tasks_history_limit: None,
+        max_active_runs: None,
         task_template: TaskTemplate {
             metadata: None,
             spec: serde_json::from_value::<TaskSpec>(serde_json::json!({"command": ["true"]}))
@@ -517,4 +521,177 @@ proptest::proptest! {
         proptest::prop_assert!(p2.create.is_empty());
         proptest::prop_assert_eq!(p2.status.missed, p.status.missed);
     }
+}
+
+#[test]
+fn runs_named_after_a_time_to_come_are_ignored_and_told_once() {
+    let c = with_status(cron(|s| s.stop_after_failures = Some(2)), |s| {
+        s.last_schedule_time = Some(Time(ts("2026-01-01T00:03:00Z")));
+    });
+    let now = ts("2026-01-01T00:03:30Z");
+    let genuine = [
+        run("2026-01-01T00:02:00Z", Some(Phase::Completed)),
+        run("2026-01-01T00:03:00Z", Some(Phase::Completed)),
+    ];
+    // Forged: far ahead (failed, completed, and one that never ends).
+    let forged = [
+        run("2286-11-20T17:46:30Z", Some(Phase::Failed)),
+        run("2286-11-20T17:46:31Z", Some(Phase::Failed)),
+        run("2286-11-20T17:46:32Z", Some(Phase::Completed)),
+        run("2286-11-20T17:46:33Z", None),
+    ];
+    let all: Vec<Run> = genuine.iter().chain(&forged).cloned().collect();
+    let p = plan(&c, &all, now);
+    assert!(p.delete.is_empty(), "genuine runs deleted: {:?}", p.delete);
+    assert!(!p.suspend);
+    assert_eq!(p.status.consecutive_failures, 0);
+    assert_eq!(
+        p.status.last_successful_time,
+        Some(Time(ts("2026-01-01T00:03:00Z")))
+    );
+    assert!(p.status.active.is_empty(), "{:?}", p.status.active);
+    let mut names: Vec<String> = forged.iter().map(|r| r.name.clone()).collect();
+    names.sort();
+    assert_eq!(p.status.ignored_runs, names);
+    let warned: Vec<&str> = p
+        .notes
+        .iter()
+        .filter(|n| n.reason == "ForgedRun" && n.warning)
+        .map(|n| n.message.as_str())
+        .collect();
+    assert_eq!(warned.len(), 4, "{:?}", p.notes);
+    // Seen again (the status shows them): no second Warning, still ignored.
+    let mut again = c.clone();
+    again.status = Some(p.status.clone());
+    let q = plan(&again, &all, ts("2026-01-01T00:03:40Z"));
+    assert!(
+        q.notes.iter().all(|n| n.reason != "ForgedRun"),
+        "{:?}",
+        q.notes
+    );
+    assert_eq!(q.status.ignored_runs, names);
+    // Forbid is not frozen by a forged run that never ends.
+    let forbid = with_status(
+        cron(|s| s.concurrency_policy = ConcurrencyPolicy::Forbid),
+        |s| s.last_schedule_time = Some(Time(ts("2026-01-01T00:03:00Z"))),
+    );
+    let r = plan(&forbid, &forged, ts("2026-01-01T00:04:00.5Z"));
+    assert_eq!(r.create, [ts("2026-01-01T00:04:00Z")]);
+    // Within the clock skew a run counts (a trigger from a clock a little ahead).
+    let ahead = run("2026-01-01T00:04:20Z", Some(Phase::Failed));
+    let s = plan(&c, std::slice::from_ref(&ahead), now);
+    assert!(s.status.ignored_runs.is_empty());
+    assert_eq!(s.status.consecutive_failures, 1);
+}
+
+#[test]
+fn a_schedule_more_frequent_than_the_operator_allows_starts_nothing() {
+    let limits = Limits {
+        min_interval: Some(SignedDuration::from_secs(60)),
+        ..Limits::default()
+    };
+    let every_second = cron(|s| s.schedule = Some("* * * * * *".to_owned()));
+    let p = plan_with(&every_second, &[], ts("2026-01-01T00:01:00.5Z"), &limits);
+    assert!(p.create.is_empty(), "{p:?}");
+    let ready = p
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("Ready");
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "TooFrequent")
+    );
+    assert!(
+        ready.message.contains("--cron-min-interval=60s"),
+        "{}",
+        ready.message
+    );
+    // Two times a minute apart once a day: still too close for 2 minutes.
+    let twice = cron(|s| s.schedule = Some("0,1 3 * * *".to_owned()));
+    let two_min = Limits {
+        min_interval: Some(SignedDuration::from_secs(120)),
+        ..Limits::default()
+    };
+    let p = plan_with(&twice, &[], ts("2026-01-01T00:01:00Z"), &two_min);
+    assert!(p.notes.iter().any(|n| n.reason == "TooFrequent"));
+    // Every minute is allowed at 60 s, and every second with no limit.
+    let p = plan_with(&cron(|_| {}), &[], ts("2026-01-01T00:01:00.2Z"), &limits);
+    assert_eq!(p.create.len(), 1);
+    let p = plan(&every_second, &[], ts("2026-01-01T00:01:00.5Z"));
+    assert_eq!(p.create.len(), 1);
+}
+
+#[test]
+fn max_active_runs_and_the_namespace_bound_skip_a_time() {
+    let active: Vec<Run> = ["00:01:00", "00:02:00", "00:03:00"]
+        .iter()
+        .map(|t| run(&format!("2026-01-01T{t}Z"), None))
+        .collect();
+    let c = with_status(cron(|s| s.max_active_runs = Some(3)), |s| {
+        s.last_schedule_time = Some(Time(ts("2026-01-01T00:03:00Z")));
+    });
+    let now = ts("2026-01-01T00:04:00.5Z");
+    let p = plan(&c, &active, now);
+    assert!(p.create.is_empty(), "{p:?}");
+    assert_eq!(p.status.skipped, 1);
+    assert_eq!(
+        p.status.last_schedule_time,
+        Some(Time(ts("2026-01-01T00:04:00Z")))
+    );
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.reason == "Skipped")
+        .expect("note");
+    assert!(
+        note.warning && note.message.contains("maxActiveRuns: 3"),
+        "{note:?}"
+    );
+    // One fewer active: it starts.
+    let p = plan(&c, &active[1..], now);
+    assert_eq!(p.create, [ts("2026-01-01T00:04:00Z")]);
+    // The default is 10.
+    let d = with_status(cron(|_| {}), |s| {
+        s.last_schedule_time = Some(Time(ts("2026-01-01T00:03:00Z")));
+    });
+    assert_eq!(plan(&d, &active, now).create.len(), 1);
+    // Replace counts the runs still being cancelled, not the ones it cancels now.
+    let r = with_status(
+        cron(|s| {
+            s.max_active_runs = Some(1);
+            s.concurrency_policy = ConcurrencyPolicy::Replace;
+        }),
+        |s| s.last_schedule_time = Some(Time(ts("2026-01-01T00:03:00Z"))),
+    );
+    let p = plan(&r, &active[2..], now);
+    assert_eq!(p.create.len(), 1);
+    let mut cancelling = active[2].clone();
+    cancelling.cancelling = true;
+    let p = plan(&r, &[cancelling], now);
+    assert!(p.create.is_empty());
+    // The namespace's bound: a time due beyond it is skipped, with a Warning.
+    let full = Limits {
+        namespace_max: Some(100),
+        namespace_active: 100,
+        ..Limits::default()
+    };
+    let p = plan_with(&d, &[], now, &full);
+    assert!(p.create.is_empty());
+    assert_eq!(p.status.skipped, 1);
+    let note = p
+        .notes
+        .iter()
+        .find(|n| n.reason == "Skipped")
+        .expect("note");
+    assert!(
+        note.warning && note.message.contains("--cron-max-active-per-namespace=100"),
+        "{note:?}"
+    );
+    let room = Limits {
+        namespace_active: 99,
+        ..full
+    };
+    assert_eq!(plan_with(&d, &[], now, &room).create.len(), 1);
 }

@@ -110,6 +110,7 @@ pub fn build(a: &CronArgs) -> Result<CronTask, Error> {
         stop_after_failures: a.stop_after_failures,
         successful_tasks_history_limit: None,
         failed_tasks_history_limit: None,
+        max_active_runs: None,
         task_template: TaskTemplate {
             metadata: None,
             spec: task.spec,

@@ -6,6 +6,7 @@ mod basics;
 mod cancel;
 mod chaos;
 mod cron;
+mod cron_guard;
 mod faults;
 mod ha;
 mod hardening;
@@ -37,6 +38,21 @@ pub static ALL: &[Case] = &[
         cron::cron_stop_after_failures
     ),
     case!(cron_plugin_commands, false, cron::cron_plugin_commands),
+    case!(
+        cron_forged_runs_ignored,
+        false,
+        cron_guard::cron_forged_runs_ignored
+    ),
+    case!(
+        cron_squatted_name_told,
+        false,
+        cron_guard::cron_squatted_name_told
+    ),
+    case!(
+        cron_max_active_runs_caps,
+        false,
+        cron_guard::cron_max_active_runs_caps
+    ),
     case!(
         cron_catch_up_after_downtime,
         true,

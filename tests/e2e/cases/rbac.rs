@@ -150,6 +150,7 @@ async fn namespaced(c: &Cluster, ns: &TestNs, overlay: &std::path::Path) -> Resu
         "worker-role.yaml",
         "worker-policy.yaml",
         "operator-policy.yaml",
+        "cron-run-policy.yaml",
     ]
     .map(|f| m(f).to_string_lossy().into_owned());
     let mut admin = vec!["apply", "--server-side"];

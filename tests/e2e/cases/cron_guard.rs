@@ -1,0 +1,295 @@
+//! Issue 40, holes 1 to 3: what a colleague who may only create, get and
+//! list Tasks in the namespace can do to a CronTask. Forged runs (a
+//! controller owner reference to the CronTask) are refused by the
+//! longtask-cron-runs policy, and runs named after a time to come, made
+//! by someone the policy lets through, are ignored by the operator; a run
+//! name taken beforehand is told and counted; a per-second Allow CronTask
+//! stays within spec.maxActiveRuns.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, ensure};
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use longtask_e2e::{Cluster, TestNs, tasks, wait};
+use serde_json::Value;
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+/// The colleague: Tasks to create, get, list and watch; CronTasks to read
+/// (a CronTask's UID is no secret). No update of CronTasks, no delete.
+const COLLEAGUE: &str = r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: colleague}
+rules:
+- apiGroups: [longtask.dev]
+  resources: [tasks]
+  verbs: [get, list, watch, create]
+- apiGroups: [longtask.dev]
+  resources: [crontasks]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: colleague}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: colleague}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: mallory}
+"#;
+
+fn crontasks(ns: &TestNs) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("longtask.dev", "v1alpha1", "CronTask");
+    let ar = ApiResource::from_gvk_with_plural(&gvk, "crontasks");
+    Api::namespaced_with(ns.client.clone(), &ns.name, &ar)
+}
+
+/// A CronTask `name` on `schedule` running `sh -c SCRIPT`, with extra spec
+/// lines (indented by two spaces).
+fn cron(name: &str, schedule: &str, script: &str, extra: &str) -> String {
+    let script = serde_json::to_string(script).unwrap_or_default();
+    format!(
+        "apiVersion: longtask.dev/v1alpha1\nkind: CronTask\nmetadata:\n  name: {name}\nspec:\n  \
+         schedule: \"{schedule}\"\n{extra}  taskTemplate:\n    spec:\n      command: [sh, -c, {script}]\n"
+    )
+}
+
+/// A Task `name` running `sh -c SCRIPT`, with `owner` (a JSON owner
+/// reference) if given.
+fn task(name: &str, script: &str, owner: Option<&Value>) -> String {
+    let owners = owner.map_or(String::new(), |o| format!("  ownerReferences: [{o}]\n"));
+    let script = serde_json::to_string(script).unwrap_or_default();
+    format!(
+        "apiVersion: longtask.dev/v1alpha1\nkind: Task\nmetadata:\n  name: {name}\n{owners}\
+         spec:\n  command: [sh, -c, {script}]\n"
+    )
+}
+
+/// `kubectl --as mallory -n NS create -f -` of `yaml`.
+fn as_colleague(ns: &TestNs, yaml: &str) -> Result<String> {
+    ns.kubectl.stdin(
+        &["--as", "mallory", "-n", &ns.name, "create", "-f", "-"],
+        yaml,
+    )
+}
+
+/// The Tasks a CronTask `cron` (UID `uid`) controls: (name, phase).
+async fn runs(ns: &TestNs, uid: &str) -> Result<Vec<(String, String)>> {
+    let list = tasks(&ns.client, &ns.name)
+        .list(&ListParams::default())
+        .await?;
+    Ok(list
+        .items
+        .into_iter()
+        .filter(|t| {
+            t.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.uid == uid && o.controller == Some(true))
+        })
+        .map(|t| {
+            let phase = t.data["status"]["phase"].as_str().unwrap_or_default();
+            (t.metadata.name.unwrap_or_default(), phase.to_owned())
+        })
+        .collect())
+}
+
+/// Events on CronTask `name` with `reason`: their messages.
+fn events(ns: &TestNs, name: &str, reason: &str) -> Result<Vec<String>> {
+    let out = ns.k(&[
+        "get",
+        "events",
+        &format!("--field-selector=involvedObject.name={name},involvedObject.kind=CronTask,reason={reason}"),
+        "-o",
+        "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}",
+    ])?;
+    Ok(out.lines().map(str::to_owned).collect())
+}
+
+/// A controller owner reference to CronTask `name`, as its runs carry.
+async fn owner_ref(ns: &TestNs, name: &str) -> Result<(String, Value)> {
+    let ct = crontasks(ns).get(name).await?;
+    let uid = ct.metadata.uid.context("CronTask UID")?;
+    let owner = serde_json::json!({"apiVersion": "longtask.dev/v1alpha1", "kind": "CronTask",
+        "name": name, "uid": uid, "controller": true});
+    Ok((uid, owner))
+}
+
+/// Forged runs: the colleague's Tasks with a controller owner reference
+/// to the CronTask are refused by the policy. The same Tasks made by an
+/// admin (whom the policy lets through) are named after a time to come:
+/// the operator ignores them (two fail, one completes, one never ends).
+/// Genuine completed runs stay (the newest 2),
+/// the CronTask is not suspended, lastSuccessfulTime is not ahead.
+pub async fn cron_forged_runs_ignored(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(COLLEAGUE)?;
+    ns.apply(&cron(
+        "nightly",
+        "*/3 * * * * *",
+        "true",
+        "  successfulTasksHistoryLimit: 2\n  stopAfterFailures: 2\n",
+    ))?;
+    let (uid, owner) = owner_ref(&ns, "nightly").await?;
+    let done = |rs: &[(String, String)]| rs.iter().filter(|r| r.1 == "Completed").count();
+    wait::until(MINUTE, "two completed runs", || async {
+        Ok(done(&runs(&ns, &uid).await?) >= 2)
+    })
+    .await?;
+    for i in 0..3 {
+        let name = format!("nightly-999999999{i}");
+        let refused = as_colleague(&ns, &task(&name, "exit 1", Some(&owner)));
+        let why = format!(
+            "{:#}",
+            refused
+                .as_ref()
+                .err()
+                .context("a forged run was accepted")?
+        );
+        ensure!(
+            why.contains("may not name CronTask nightly"),
+            "refused for another reason: {why}"
+        );
+    }
+    // Who may update the CronTask passes the policy: the operator's guard.
+    let forged: Vec<String> = (0..4).map(|i| format!("nightly-999999999{i}")).collect();
+    for (i, name) in forged.iter().enumerate() {
+        let script = match i {
+            0 | 1 => "exit 1",
+            2 => "true",
+            _ => "sleep 3600",
+        };
+        ns.apply(&task(name, script, Some(&owner)))?;
+    }
+    // Ended, or gone (then the check below names it).
+    let ended = |rs: &[(String, String)]| {
+        forged[..3]
+            .iter()
+            .filter(|f| {
+                rs.iter()
+                    .find(|r| r.0 == **f)
+                    .is_none_or(|r| matches!(r.1.as_str(), "Failed" | "Completed"))
+            })
+            .count()
+    };
+    wait::until(MINUTE, "the forged runs to end", || async {
+        Ok(ended(&runs(&ns, &uid).await?) == 3)
+    })
+    .await?;
+    // A few scheduled times with the forged runs in the cache.
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        let rs = runs(&ns, &uid).await?;
+        for f in &forged {
+            ensure!(rs.iter().any(|r| &r.0 == f), "forged {f} deleted: {rs:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let rs = runs(&ns, &uid).await?;
+    let genuine: Vec<&(String, String)> = rs.iter().filter(|r| !forged.contains(&r.0)).collect();
+    let kept = genuine.iter().filter(|r| r.1 == "Completed").count();
+    ensure!(
+        kept == 2,
+        "{kept} genuine completed runs kept, want 2: {rs:?}"
+    );
+    let ct = crontasks(&ns).get("nightly").await?;
+    ensure!(
+        ct.data["spec"]["suspend"].as_bool() != Some(true),
+        "suspended by forged failures: {}",
+        ct.data["status"]
+    );
+    let st = &ct.data["status"];
+    let last: Timestamp = st["lastSuccessfulTime"]
+        .as_str()
+        .context("no lastSuccessfulTime")?
+        .parse()?;
+    ensure!(
+        last.as_second() <= Timestamp::now().as_second() + 60,
+        "lastSuccessfulTime {last} is ahead"
+    );
+    ensure!(
+        st["consecutiveFailures"].as_i64().unwrap_or_default() == 0,
+        "forged failures counted: {st}"
+    );
+    let mut ignored: Vec<String> = serde_json::from_value(st["ignoredRuns"].clone())?;
+    ignored.sort();
+    ensure!(
+        ignored == forged,
+        "status.ignoredRuns {ignored:?}, want {forged:?}"
+    );
+    let told = events(&ns, "nightly", "ForgedRun")?;
+    for f in &forged {
+        ensure!(
+            told.iter().any(|m| m.contains(f.as_str())),
+            "no ForgedRun Event for {f}: {told:?}"
+        );
+    }
+    Ok(())
+}
+
+/// Squatted name: the colleague makes a Task (no owner) with the name of
+/// the next scheduled run. The time is told (RunNameTaken, naming the
+/// Task and that it has no owner) and counted (status.nameTaken), and the
+/// following time runs as usual.
+pub async fn cron_squatted_name_told(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(COLLEAGUE)?;
+    ns.apply(&cron("report", "*/10 * * * * *", "true", ""))?;
+    let (uid, _) = owner_ref(&ns, "report").await?;
+    // The next time at least 4 s ahead.
+    let at = (Timestamp::now().as_second() + 13) / 10 * 10;
+    let squat = format!("report-{at}");
+    as_colleague(&ns, &task(&squat, "true", None))?;
+    let following = format!("report-{}", at + 10);
+    wait::until(MINUTE, "the following time's run", || async {
+        Ok(runs(&ns, &uid).await?.iter().any(|r| r.0 == following))
+    })
+    .await?;
+    let ct = crontasks(&ns).get("report").await?;
+    let taken = ct.data["status"]["nameTaken"].as_i64().unwrap_or_default();
+    ensure!(taken >= 1, "nameTaken {taken}: {}", ct.data["status"]);
+    wait::until(Duration::from_secs(20), "a RunNameTaken Event", || async {
+        let told = events(&ns, "report", "RunNameTaken")?;
+        Ok(told
+            .iter()
+            .any(|m| m.contains(&squat) && m.contains("no owner")))
+    })
+    .await?;
+    let rs = runs(&ns, &uid).await?;
+    ensure!(
+        !rs.iter().any(|r| r.0 == squat),
+        "the squatted Task taken as a run: {rs:?}"
+    );
+    Ok(())
+}
+
+/// A cap: a `* * * * * *` Allow CronTask whose runs sleep, with
+/// maxActiveRuns 3: for 20 s at most 3 runs exist, and the times beyond
+/// are skipped (counted, told).
+pub async fn cron_max_active_runs_caps(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    ns.apply(&cron(
+        "flood",
+        "* * * * * *",
+        "sleep 600",
+        "  maxActiveRuns: 3\n",
+    ))?;
+    let (uid, _) = owner_ref(&ns, "flood").await?;
+    let start = Instant::now();
+    let mut most = 0;
+    while start.elapsed() < Duration::from_secs(20) {
+        let n = runs(&ns, &uid).await?.len();
+        most = most.max(n);
+        ensure!(n <= 3, "{n} runs of a CronTask with maxActiveRuns 3");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    ensure!(most == 3, "only {most} runs started");
+    let ct = crontasks(&ns).get("flood").await?;
+    let skipped = ct.data["status"]["skipped"].as_i64().unwrap_or_default();
+    ensure!(skipped >= 10, "skipped {skipped}: {}", ct.data["status"]);
+    let told = events(&ns, "flood", "Skipped")?;
+    ensure!(
+        told.iter().any(|m| m.contains("maxActiveRuns: 3")),
+        "no Skipped Event naming maxActiveRuns: {told:?}"
+    );
+    Ok(())
+}
