@@ -1,20 +1,20 @@
-//! No function on the reconcile path is over 60 lines (a standing budget):
-//! the modules a reconcile runs through, from the watches that wake it to
-//! the status it writes. Reads the sources; test code is left out.
+//! No function on the reconcile path is over 60 lines (a standing budget).
+//! Every file under `src/` is read, so that no new module on the path
+//! (cron, ha, telemetry, the crate root) is missed; test code is left out:
+//! `tests` folders and `tests.rs` files by name, inline `#[cfg(test)] mod
+//! tests { .. }` from where it starts.
 
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 60;
 
-/// The reconcile path: these folders and files under `src/`.
-const PATH: [&str; 7] = [
-    "reconcile",
-    "status",
-    "controller",
-    "queue",
-    "retention",
-    "cache.rs",
-    "store.rs",
+/// Functions off the reconcile path, each with why: (file under `src/`,
+/// function). A listed function that is gone or shrank fails the test, so
+/// the list cannot go stale.
+const OFF_PATH: [(&str, &str); 1] = [
+    // The metrics registry, built once at start: one registration per
+    // metric, in the order of the generated table in docs/operations.md.
+    ("telemetry/metrics.rs", "new"),
 ];
 
 fn sources(p: &Path, out: &mut Vec<PathBuf>) {
@@ -26,7 +26,9 @@ fn sources(p: &Path, out: &mut Vec<PathBuf>) {
         entries.sort();
         for e in entries {
             let name = e.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            if name != "tests" && name != "tests.rs" {
+            // Test code: `tests/`, `tests.rs`, and `fixtures/` (the test
+            // builders, `#[cfg(test)] mod fixtures` in lib.rs).
+            if !["tests", "tests.rs", "fixtures"].contains(&name) {
                 sources(&e, out);
             }
         }
@@ -40,7 +42,12 @@ fn without_tests(text: &str) -> Vec<&str> {
     let lines: Vec<&str> = text.lines().collect();
     let end = lines
         .windows(2)
-        .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+        .position(|w| {
+            let m = w[1].trim();
+            // An inline `mod tests {`, not a `mod tests;` declaration (its
+            // file is left out by name in `sources`).
+            w[0].trim() == "#[cfg(test)]" && m.starts_with("mod tests") && !m.ends_with(';')
+        })
         .unwrap_or(lines.len());
     lines[..end].to_vec()
 }
@@ -92,18 +99,29 @@ fn functions(lines: &[&str]) -> Vec<(String, usize, usize)> {
 fn no_function_on_the_reconcile_path_is_over_60_lines() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
-    for p in PATH {
-        sources(&src.join(p), &mut files);
-    }
-    assert!(files.len() > 20, "found only {files:?}");
+    sources(&src, &mut files);
+    assert!(files.len() > 45, "found only {} files", files.len());
     let mut long = Vec::new();
+    let mut excused = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).expect("read source");
+        let rel = f.strip_prefix(&src).expect("under src").to_string_lossy();
         for (name, at, n) in functions(&without_tests(&text)) {
-            if n > MAX_LINES {
+            if n <= MAX_LINES {
+                continue;
+            }
+            if OFF_PATH.contains(&(rel.as_ref(), name.as_str())) {
+                excused.push((rel.to_string(), name));
+            } else {
                 long.push(format!("{}:{at} {name}: {n} lines", f.display()));
             }
         }
+    }
+    for (file, name) in OFF_PATH {
+        assert!(
+            excused.iter().any(|(f, n)| f == file && n == name),
+            "{file} {name} is listed in OFF_PATH but is no longer over {MAX_LINES} lines: remove it"
+        );
     }
     assert!(
         long.is_empty(),

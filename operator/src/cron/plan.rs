@@ -387,23 +387,7 @@ fn due(
     limits: &Limits,
     plan: &mut Plan,
 ) {
-    let prev = &plan.status;
-    let created = cron
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map_or(now, |t| t.0);
-    // After an edit of the schedule or zone, times are counted from the
-    // moment the edit is seen: an edit never runs a time already past.
-    let edited = prev
-        .schedule_in_effect
-        .as_ref()
-        .is_some_and(|k| *k != schedule_key(cron));
-    let since = match (&prev.last_schedule_time, edited) {
-        (_, true) => now,
-        (Some(t), false) => t.0,
-        (None, false) => created,
-    };
+    let (since, edited) = counted_from(cron, &plan.status, now);
     let (times, more) = between(schedules, since, now, tz, COUNT_LIMIT);
     let Some(&latest) = times.last() else {
         if edited {
@@ -417,33 +401,61 @@ fn due(
     let missed = times.len() - usize::from(in_window);
     if missed > 0 {
         plan.status.missed += i64::try_from(missed).unwrap_or(i64::MAX);
-        let first = times[0];
-        let last = if in_window {
-            times[times.len() - 2]
-        } else {
-            latest
-        };
-        plan.notes.push(Note {
-            warning: true,
-            related: None,
-            reason: "Missed",
-            message: format!(
-                "{}{missed} scheduled time(s) passed without a run ({first} to {last}): the \
-                 operator was down or the CronTask suspended; {}",
-                if more { "at least " } else { "" },
-                if in_window {
-                    format!("only the latest, {latest}, runs (within catchUpSeconds)")
-                } else {
-                    format!(
-                        "none is within catchUpSeconds ({}s), so none runs",
-                        cron.spec.catch_up_seconds()
-                    )
-                }
-            ),
-        });
+        plan.notes.push(missed_note(cron, &times, more, in_window));
     }
     if in_window {
         start(cron, runs, latest, limits, plan);
+    }
+}
+
+/// Where the count of due times starts, and whether the schedule or zone
+/// was edited. After an edit, times are counted from the moment the edit
+/// is seen: an edit never runs a time already past.
+fn counted_from(cron: &CronTask, prev: &CronTaskStatus, now: Timestamp) -> (Timestamp, bool) {
+    let created = cron
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map_or(now, |t| t.0);
+    let edited = prev
+        .schedule_in_effect
+        .as_ref()
+        .is_some_and(|k| *k != schedule_key(cron));
+    let since = match (&prev.last_schedule_time, edited) {
+        (_, true) => now,
+        (Some(t), false) => t.0,
+        (None, false) => created,
+    };
+    (since, edited)
+}
+
+/// The Warning for `times` (oldest first, not empty) that passed without
+/// a run: all of them, or all but the latest when it is `in_window`.
+fn missed_note(cron: &CronTask, times: &[Timestamp], more: bool, in_window: bool) -> Note {
+    let missed = times.len() - usize::from(in_window);
+    let (first, latest) = (times[0], times[times.len() - 1]);
+    let last = if in_window {
+        times[times.len() - 2]
+    } else {
+        latest
+    };
+    Note {
+        warning: true,
+        related: None,
+        reason: "Missed",
+        message: format!(
+            "{}{missed} scheduled time(s) passed without a run ({first} to {last}): the \
+             operator was down or the CronTask suspended; {}",
+            if more { "at least " } else { "" },
+            if in_window {
+                format!("only the latest, {latest}, runs (within catchUpSeconds)")
+            } else {
+                format!(
+                    "none is within catchUpSeconds ({}s), so none runs",
+                    cron.spec.catch_up_seconds()
+                )
+            }
+        ),
     }
 }
 
