@@ -264,7 +264,8 @@ pub async fn cron_squatted_name_told(_c: Arc<Cluster>, ns: TestNs) -> Result<()>
 }
 
 /// A cap: a `* * * * * *` Allow CronTask whose runs sleep, with
-/// maxActiveRuns 3: for 20 s at most 3 runs exist, and the times beyond
+/// maxActiveRuns 3: for 60 s (the measure: two such CronTasks
+/// made 121 runs in 60 s before) at most 3 runs exist, and the times beyond
 /// are skipped (counted, told).
 pub async fn cron_max_active_runs_caps(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     ns.apply(&cron(
@@ -276,7 +277,7 @@ pub async fn cron_max_active_runs_caps(_c: Arc<Cluster>, ns: TestNs) -> Result<(
     let (uid, _) = owner_ref(&ns, "flood").await?;
     let start = Instant::now();
     let mut most = 0;
-    while start.elapsed() < Duration::from_secs(20) {
+    while start.elapsed() < MINUTE {
         let n = runs(&ns, &uid).await?.len();
         most = most.max(n);
         ensure!(n <= 3, "{n} runs of a CronTask with maxActiveRuns 3");
@@ -285,7 +286,7 @@ pub async fn cron_max_active_runs_caps(_c: Arc<Cluster>, ns: TestNs) -> Result<(
     ensure!(most == 3, "only {most} runs started");
     let ct = crontasks(&ns).get("flood").await?;
     let skipped = ct.data["status"]["skipped"].as_i64().unwrap_or_default();
-    ensure!(skipped >= 10, "skipped {skipped}: {}", ct.data["status"]);
+    ensure!(skipped >= 40, "skipped {skipped}: {}", ct.data["status"]);
     let told = events(&ns, "flood", "Skipped")?;
     ensure!(
         told.iter().any(|m| m.contains("maxActiveRuns: 3")),
