@@ -57,6 +57,18 @@ pub enum Install {
     HelmChart,
 }
 
+/// Tells whoever waits (tests/run, through the file named by
+/// `LONGTASK_E2E_PARALLEL_DONE`) that the parallel cases are over: from
+/// here on only the exclusive ones run, one at a time, mostly waiting on
+/// the cluster, so another suite may start beside them.
+fn parallel_done() {
+    if let Some(path) = std::env::var_os("LONGTASK_E2E_PARALLEL_DONE") {
+        if let Err(e) = std::fs::write(&path, b"") {
+            println!("cannot write {}: {e}", std::path::Path::new(&path).display());
+        }
+    }
+}
+
 /// Runs the selected `cases` on a fresh cluster of `shape`; exits 1 on any failure.
 pub async fn main(cases: &[Case], shape: Shape) {
     let filters: Vec<String> = std::env::args()
@@ -86,6 +98,7 @@ pub async fn main(cases: &[Case], shape: Shape) {
         selected.iter().partition(|c| !c.exclusive);
     let mut results =
         futures::future::join_all(parallel.iter().map(|c| run_case(shared.clone(), c))).await;
+    parallel_done();
     for c in exclusive {
         results.push(run_case(shared.clone(), c).await);
     }
