@@ -62,10 +62,11 @@ pub enum Install {
 /// here on only the exclusive ones run, one at a time, mostly waiting on
 /// the cluster, so another suite may start beside them.
 fn parallel_done() {
-    if let Some(path) = std::env::var_os("LONGTASK_E2E_PARALLEL_DONE") {
-        if let Err(e) = std::fs::write(&path, b"") {
-            println!("cannot write {}: {e}", std::path::Path::new(&path).display());
-        }
+    if let Some(path) = std::env::var_os("LONGTASK_E2E_PARALLEL_DONE")
+        && let Err(e) = std::fs::write(&path, b"")
+    {
+        let path = std::path::Path::new(&path).display();
+        println!("cannot write {path}: {e}");
     }
 }
 
