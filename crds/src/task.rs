@@ -13,7 +13,9 @@ use crate::pod::{PodTemplate, PullPolicy};
 // - Immutability: every field but `cancel` is compared with its old value
 //   (presence included, so adding an optional field later is refused too);
 //   `cancel` may only go from false to true. A new spec field must be added
-//   to the first spec rule below.
+//   to the first spec rule below; crds/tests/crd_manifest.rs
+//   (`immutability_rule_covers_every_spec_field`) fails, naming it, until
+//   it is.
 // - Lists carry maxItems so the API server's CEL cost estimate stays bounded.
 
 /// What the Task runs and within which limits. Immutable once created:

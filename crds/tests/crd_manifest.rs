@@ -75,3 +75,55 @@ fn cel_inputs_are_bounded() {
         assert!(r["messageExpression"].is_string(), "{r}");
     }
 }
+
+/// The spec-immutability rule is one hand-kept line in `task.rs`: it must
+/// compare every field of the spec with its old value but `cancel` (which
+/// its own rule lets go from false to true), so a field added to the spec
+/// and forgotten there fails here, naming it. Required fields compare
+/// directly; optional ones also agree on being set.
+#[test]
+fn immutability_rule_covers_every_spec_field() {
+    let crd = serde_json::to_value(crds::Task::crd()).expect("CRD as JSON");
+    let spec = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+    let required: Vec<&str> = spec["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(|v| v.as_str()).collect())
+        .unwrap_or_default();
+    let fields: Vec<&str> = spec["properties"]
+        .as_object()
+        .expect("spec properties")
+        .keys()
+        .map(String::as_str)
+        .filter(|f| *f != "cancel")
+        .collect();
+    assert!(fields.len() > 15, "spec fields: {fields:?}");
+    let rule = spec["x-kubernetes-validations"]
+        .as_array()
+        .expect("rules on spec")
+        .iter()
+        .filter_map(|r| r["rule"].as_str())
+        .find(|r| r.starts_with("self.command == oldSelf.command"))
+        .expect("the immutability rule");
+    let clauses: Vec<&str> = rule.split(" && (").collect();
+    let mut missing = Vec::new();
+    for f in &fields {
+        let want = if required.contains(f) {
+            format!("self.{f} == oldSelf.{f}")
+        } else {
+            format!(
+                "has(self.{f}) ? has(oldSelf.{f}) && self.{f} == oldSelf.{f} : !has(oldSelf.{f})"
+            )
+        };
+        if !rule.contains(&want) {
+            missing.push(format!("{f}: want `{want}`"));
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "the immutability rule in crds/src/task.rs misses spec fields:\n{}",
+        missing.join("\n")
+    );
+    // Nothing else in it: one clause per field, no field twice.
+    assert_eq!(clauses.len(), fields.len(), "clauses: {clauses:#?}");
+    assert!(!rule.contains("cancel"), "cancel may change (its own rule)");
+}
