@@ -1,4 +1,4 @@
-//! Leader election: the thin API loop around the decisions in `leader.rs`.
+//! Leader election: the thin API loop around the decisions in `lease.rs`.
 //! One Lease in the operator's namespace; only its holder runs the
 //! controller. A leader that cannot renew in time gives up (the process
 //! exits and restarts as a standby), so two leaders never reconcile for

@@ -1,5 +1,5 @@
 //! Every API call of the reconciler, each bounded by the configured timeout
-//! and counted in the metrics. Thin: decisions live in `status.rs`.
+//! and counted in the metrics. Thin: decisions live in `status/`.
 
 use std::future::Future;
 use std::time::Duration;
@@ -404,9 +404,6 @@ pub async fn job_workload(
     }
 }
 
-/// Deactivates Kueue Workload `name` of `job` (`spec.active: false`):
-/// Kueue evicts it, suspends the Job (its pods get SIGTERM) and never
-/// admits it again.
 /// Records on the Job how its Task ended (annotation `longtask.dev/ended`),
 /// fenced by the Job's UID.
 pub async fn mark_ended(
@@ -437,6 +434,9 @@ pub async fn mark_ended(
     })
 }
 
+/// Deactivates Kueue Workload `name` of `job` (`spec.active: false`):
+/// Kueue evicts it, suspends the Job (its pods get SIGTERM) and never
+/// admits it again.
 pub async fn deactivate_workload(ctx: &Context, job: &Job, name: &str) -> Result<(), ApiError> {
     let namespace = job.namespace().unwrap_or_default();
     let body = serde_json::json!({ "spec": { "active": false } });

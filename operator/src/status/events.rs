@@ -1,4 +1,4 @@
-//! Pure: which Events a status change deserves. Publishing is in `apply.rs`.
+//! Pure: which Events a status change deserves. Publishing is in `reconcile/api.rs` (`publish`).
 
 use crds::conditions::Reason;
 use crds::{Phase, TaskStatus};

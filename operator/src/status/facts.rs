@@ -1,5 +1,5 @@
 //! Pure: what the Job, its pods and the result ConfigMap say about a Task,
-//! gathered into `Facts` that `status.rs` turns into a status.
+//! gathered into `Facts` that `status/mod.rs` (`desired`) turns into a status.
 
 use crds::conditions::{ConditionType, Reason};
 use crds::result::TaskResult;
