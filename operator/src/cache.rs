@@ -324,6 +324,21 @@ pub fn cron_owner(t: &Task) -> Option<String> {
         .map(|o| o.uid.clone())
 }
 
+/// Whether `t` is a run of the CronTask `name` of UID `uid`: its controller
+/// reference names both. The UID alone is not enough: the cron-run policy
+/// authorizes a reference by the name it carries, so a reference naming a
+/// CronTask its author may edit with another CronTask's UID is no run of
+/// either.
+pub fn is_run_of(t: &Task, name: &str, uid: &str) -> bool {
+    t.owner_references().iter().any(|o| {
+        o.controller == Some(true)
+            && o.kind == names::CRON_KIND
+            && o.api_version == names::API_VERSION
+            && o.uid == uid
+            && o.name == name
+    })
+}
+
 /// A Task's key in the store: its namespace and name.
 fn task_key(t: &Task) -> ObjectRef<Task> {
     let key = ObjectRef::new(&t.name_any());
@@ -657,5 +672,38 @@ mod tests {
                 pod.metadata.owner_references
             );
         }
+    }
+
+    #[test]
+    fn a_run_is_named_by_both_name_and_uid() {
+        use crate::fixtures::TaskFixture;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+        let with = |name: &str, uid: &str, kind: &str| {
+            let mut t = Task::test();
+            t.metadata.owner_references = Some(vec![OwnerReference {
+                api_version: names::API_VERSION.to_owned(),
+                kind: kind.to_owned(),
+                name: name.to_owned(),
+                uid: uid.to_owned(),
+                controller: Some(true),
+                block_owner_deletion: None,
+            }]);
+            t
+        };
+        assert!(is_run_of(
+            &with("nightly", "u1", "CronTask"),
+            "nightly",
+            "u1"
+        ));
+        // The victim's UID under a CronTask name its author may edit (what
+        // the cron-run policy authorizes by): no run of either.
+        assert!(!is_run_of(&with("mine", "u1", "CronTask"), "nightly", "u1"));
+        assert!(!is_run_of(
+            &with("nightly", "u2", "CronTask"),
+            "nightly",
+            "u1"
+        ));
+        assert!(!is_run_of(&with("nightly", "u1", "Task"), "nightly", "u1"));
+        assert!(!is_run_of(&Task::test(), "nightly", "u1"));
     }
 }

@@ -166,8 +166,7 @@ fn runs_of(ctx: &Context, cron: &CronTask) -> Vec<Run> {
     };
     let name = cron.name_any();
     let ours = |t: &Task| {
-        t.metadata.namespace.as_deref() == Some(ns)
-            && crate::cache::cron_owner(t).as_deref() == Some(uid)
+        t.metadata.namespace.as_deref() == Some(ns) && crate::cache::is_run_of(t, &name, uid)
     };
     let tasks: Vec<Arc<Task>> = match ctx.caches.runs_of(uid) {
         Some(keys) => keys.iter().filter_map(|k| store.get(k)).collect(),
@@ -335,15 +334,17 @@ async fn name_holder(
             source,
         })?;
     let uid = cron.metadata.uid.as_deref().unwrap_or_default();
-    if crate::cache::cron_owner(&held).as_deref() == Some(uid) {
+    if crate::cache::is_run_of(&held, &cron.name_any(), uid) {
         return Ok(Made::Before);
     }
     let claim = match held.owner_references().first() {
         None => "it has no owner".to_owned(),
         Some(o) if o.kind == names::CRON_KIND => {
             format!(
-                "it is owned by CronTask {} of UID {}, not {uid}",
-                o.name, o.uid
+                "it is owned by CronTask {} of UID {}, not {} of UID {uid}",
+                o.name,
+                o.uid,
+                cron.name_any()
             )
         }
         Some(o) => format!("it is owned by {} {}", o.kind, o.name),

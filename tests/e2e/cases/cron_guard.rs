@@ -30,6 +30,11 @@ rules:
 - apiGroups: [longtask.dev]
   resources: [crontasks]
   verbs: [get, list, watch]
+# Her own CronTask (it need not exist for the policy's check).
+- apiGroups: [longtask.dev]
+  resources: [crontasks]
+  resourceNames: [mine]
+  verbs: [update, patch]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -118,7 +123,8 @@ async fn owner_ref(ns: &TestNs, name: &str) -> Result<(String, Value)> {
 }
 
 /// Forged runs: the colleague's Tasks with a controller owner reference
-/// to the CronTask are refused by the policy. The same Tasks made by an
+/// to the CronTask are refused by the policy; hers naming a CronTask she
+/// may edit with this one's UID pass it and are no runs to the operator. The same Tasks made by an
 /// admin (whom the policy lets through) are named after a time to come:
 /// the operator ignores them (two fail, one completes, one never ends).
 /// Genuine completed runs stay (the newest 2),
@@ -152,6 +158,33 @@ pub async fn cron_forged_runs_ignored(_c: Arc<Cluster>, ns: TestNs) -> Result<()
             "refused for another reason: {why}"
         );
     }
+    // The victim's UID under the name of a CronTask she may edit passes
+    // the policy (it authorizes by the name a reference carries); the
+    // operator takes no run from a reference whose name and UID disagree.
+    // Named after times 20 s ahead (within the operator's 60 s of clock
+    // skew, and after the last run it counted), two failures would
+    // otherwise count and suspend it (stopAfterFailures: 2). Seconds off
+    // the */3 schedule: no genuine run's name.
+    let mut swapped = Vec::new();
+    let mut at = Timestamp::now().as_second() + 20;
+    let mut mine = owner.clone();
+    mine["name"] = "mine".into();
+    while swapped.len() < 2 {
+        if at % 3 != 0 {
+            let name = format!("nightly-{at}");
+            as_colleague(&ns, &task(&name, "exit 1", Some(&mine)))
+                .with_context(|| format!("{name}, owner named mine with nightly's UID"))?;
+            swapped.push(name);
+        }
+        at += 1;
+    }
+    wait::until(MINUTE, "the name-swapped Tasks to fail", || async {
+        let rs = runs(&ns, &uid).await?;
+        Ok(swapped
+            .iter()
+            .all(|n| rs.iter().any(|r| &r.0 == n && r.1 == "Failed")))
+    })
+    .await?;
     // Who may update the CronTask passes the policy: the operator's guard.
     let forged: Vec<String> = (0..4).map(|i| format!("nightly-999999999{i}")).collect();
     for (i, name) in forged.iter().enumerate() {
