@@ -22,7 +22,7 @@ use super::ha::new_leader;
 
 const MINUTE: Duration = Duration::from_secs(60);
 
-fn crontasks(ns: &TestNs) -> Api<DynamicObject> {
+pub(super) fn crontasks(ns: &TestNs) -> Api<DynamicObject> {
     let gvk = GroupVersionKind::gvk("longtask.dev", "v1alpha1", "CronTask");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "crontasks");
     Api::namespaced_with(ns.client.clone(), &ns.name, &ar)
@@ -30,7 +30,7 @@ fn crontasks(ns: &TestNs) -> Api<DynamicObject> {
 
 /// A CronTask `name` on `schedule` running `sh -c SCRIPT`, with extra spec
 /// lines (indented by two spaces).
-fn cron(name: &str, schedule: &str, script: &str, extra: &str) -> String {
+pub(super) fn cron(name: &str, schedule: &str, script: &str, extra: &str) -> String {
     let script = serde_json::to_string(script).unwrap_or_default();
     format!(
         "apiVersion: longtask.dev/v1alpha1\nkind: CronTask\nmetadata:\n  name: {name}\nspec:\n  \

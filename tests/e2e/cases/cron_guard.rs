@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, ensure};
 use k8s_openapi::jiff::Timestamp;
-use kube::Api;
-use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::ListParams;
 use longtask_e2e::{Cluster, TestNs, tasks, wait};
 use serde_json::Value;
+
+use super::cron::{cron, crontasks};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -43,22 +44,6 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: colleague}
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: mallory}
 "#;
-
-fn crontasks(ns: &TestNs) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("longtask.dev", "v1alpha1", "CronTask");
-    let ar = ApiResource::from_gvk_with_plural(&gvk, "crontasks");
-    Api::namespaced_with(ns.client.clone(), &ns.name, &ar)
-}
-
-/// A CronTask `name` on `schedule` running `sh -c SCRIPT`, with extra spec
-/// lines (indented by two spaces).
-fn cron(name: &str, schedule: &str, script: &str, extra: &str) -> String {
-    let script = serde_json::to_string(script).unwrap_or_default();
-    format!(
-        "apiVersion: longtask.dev/v1alpha1\nkind: CronTask\nmetadata:\n  name: {name}\nspec:\n  \
-         schedule: \"{schedule}\"\n{extra}  taskTemplate:\n    spec:\n      command: [sh, -c, {script}]\n"
-    )
-}
 
 /// A Task `name` running `sh -c SCRIPT`, with `owner` (a JSON owner
 /// reference) if given.
