@@ -5,7 +5,7 @@
 
 use crds::cron::{ConcurrencyPolicy, CronTask, CronTaskSpec, CronTaskStatus, TaskTemplate};
 use crds::{Phase, TaskSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 
 use k8s_openapi::jiff::SignedDuration;
@@ -54,6 +54,15 @@ fn with_status(mut c: CronTask, change: impl FnOnce(&mut CronTaskStatus)) -> Cro
     change(&mut s);
     c.status = Some(s);
     c
+}
+
+/// The condition `type_` of a plan's status; the plan must set it.
+fn condition<'a>(p: &'a super::plan::Plan, type_: &str) -> &'a Condition {
+    p.status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .unwrap_or_else(|| panic!("no {type_} condition: {:?}", p.status))
 }
 
 fn run(at: &str, finished: Option<Phase>) -> Run {
@@ -241,12 +250,7 @@ fn stop_after_failures_suspends() {
     assert!(p.suspend);
     assert!(p.create.is_empty());
     assert!(p.notes.iter().any(|n| n.reason == "TooManyFailures"));
-    let cond = p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Suspended")
-        .expect("Suspended");
+    let cond = condition(&p, "Suspended");
     assert_eq!(
         (cond.status.as_str(), cond.reason.as_str()),
         ("True", "TooManyFailures")
@@ -256,24 +260,14 @@ fn stop_after_failures_suspends() {
     after.spec.suspend = true;
     after.status = Some(p.status.clone());
     let q = plan(&after, &two, ts("2026-01-01T00:02:31Z"));
-    let cond = q
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Suspended")
-        .expect("Suspended");
+    let cond = condition(&q, "Suspended");
     assert_eq!(cond.reason, "TooManyFailures");
     // The spec patch seen before the status that told it (a reconcile
     // between the two writes): still TooManyFailures.
     let mut stale = c.clone();
     stale.spec.suspend = true;
     let q2 = plan(&stale, &two, ts("2026-01-01T00:02:31Z"));
-    let cond = q2
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Suspended")
-        .expect("Suspended");
+    let cond = condition(&q2, "Suspended");
     assert_eq!(cond.reason, "TooManyFailures");
     // Resumed: counted afresh, not suspended again at once.
     let mut resumed = after.clone();
@@ -328,12 +322,7 @@ fn a_bad_zone_is_told_and_nothing_runs() {
     let p = plan(&c, &[], ts("2026-01-01T00:05:00Z"));
     assert!(p.create.is_empty());
     assert_eq!(p.requeue, None);
-    let ready = p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Ready")
-        .expect("Ready");
+    let ready = condition(&p, "Ready");
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
         ("False", "InvalidSchedule")
@@ -593,12 +582,7 @@ fn a_schedule_more_frequent_than_the_operator_allows_starts_nothing() {
     let every_second = cron(|s| s.schedule = Some("* * * * * *".to_owned()));
     let p = plan_with(&every_second, &[], ts("2026-01-01T00:01:00.5Z"), &limits);
     assert!(p.create.is_empty(), "{p:?}");
-    let ready = p
-        .status
-        .conditions
-        .iter()
-        .find(|c| c.type_ == "Ready")
-        .expect("Ready");
+    let ready = condition(&p, "Ready");
     assert_eq!(
         (ready.status.as_str(), ready.reason.as_str()),
         ("False", "TooFrequent")

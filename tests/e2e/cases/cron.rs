@@ -68,7 +68,7 @@ fn phase(t: &Value) -> &str {
 }
 
 /// Events on CronTask `name` with `reason`: their messages.
-fn events(ns: &TestNs, name: &str, reason: &str) -> Result<Vec<String>> {
+pub(super) fn events(ns: &TestNs, name: &str, reason: &str) -> Result<Vec<String>> {
     let out = ns.k(&[
         "get",
         "events",

@@ -15,7 +15,7 @@ use kube::api::ListParams;
 use longtask_e2e::{Cluster, TestNs, tasks, wait};
 use serde_json::Value;
 
-use super::cron::{cron, crontasks};
+use super::cron::{cron, crontasks, events};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -84,18 +84,6 @@ async fn runs(ns: &TestNs, uid: &str) -> Result<Vec<(String, String)>> {
             (t.metadata.name.unwrap_or_default(), phase.to_owned())
         })
         .collect())
-}
-
-/// Events on CronTask `name` with `reason`: their messages.
-fn events(ns: &TestNs, name: &str, reason: &str) -> Result<Vec<String>> {
-    let out = ns.k(&[
-        "get",
-        "events",
-        &format!("--field-selector=involvedObject.name={name},involvedObject.kind=CronTask,reason={reason}"),
-        "-o",
-        "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}",
-    ])?;
-    Ok(out.lines().map(str::to_owned).collect())
 }
 
 /// A controller owner reference to CronTask `name`, as its runs carry.
