@@ -9,11 +9,11 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tracing::{debug, info, warn};
 
 use crate::telemetry::metrics::Metrics;
@@ -69,40 +69,20 @@ pub async fn serve(
     Ok(())
 }
 
-/// One of a listener's connection slots, given back when dropped.
-struct Slot(Arc<AtomicUsize>);
-
-impl Slot {
-    /// Takes a slot unless `max` are taken.
-    fn take(used: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
-        used.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-            (n < max).then_some(n + 1)
-        })
-        .ok()
-        .map(|_| Slot(used.clone()))
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// Accepts forever: a connection past the cap is closed unanswered.
 pub async fn accept_loop(listener: TcpListener, metrics: Arc<Metrics>, limits: Limits) {
-    let used = Arc::new(AtomicUsize::new(0));
+    let slots = Arc::new(Semaphore::new(limits.max_connections));
     loop {
         match listener.accept().await {
-            Ok((sock, peer)) => match Slot::take(&used, limits.max_connections) {
-                Some(slot) => {
+            Ok((sock, peer)) => match slots.clone().try_acquire_owned() {
+                Ok(slot) => {
                     let metrics = metrics.clone();
                     tokio::spawn(async move {
                         handle(sock, metrics, limits).await;
                         drop(slot);
                     });
                 }
-                None => debug!(%peer, "connection cap reached; closed"),
+                Err(_) => debug!(%peer, "connection cap reached; closed"),
             },
             Err(e) => {
                 warn!(error = %e, "accept failed");
