@@ -18,6 +18,7 @@ use crds::Task;
 use crds::names::{self, labels};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -312,16 +313,18 @@ impl RunIndex {
     }
 }
 
+/// The reference to the CronTask that controls `t`, if one does.
+pub fn cron_controller(t: &Task) -> Option<&OwnerReference> {
+    t.owner_references().iter().find(|o| {
+        o.controller == Some(true)
+            && o.kind == names::CRON_KIND
+            && o.api_version == names::API_VERSION
+    })
+}
+
 /// The UID of the CronTask that controls `t`, if one does.
 pub fn cron_owner(t: &Task) -> Option<String> {
-    t.owner_references()
-        .iter()
-        .find(|o| {
-            o.controller == Some(true)
-                && o.kind == names::CRON_KIND
-                && o.api_version == names::API_VERSION
-        })
-        .map(|o| o.uid.clone())
+    cron_controller(t).map(|o| o.uid.clone())
 }
 
 /// Whether `t` is a run of the CronTask `name` of UID `uid`: its controller
@@ -330,13 +333,7 @@ pub fn cron_owner(t: &Task) -> Option<String> {
 /// CronTask its author may edit with another CronTask's UID is no run of
 /// either.
 pub fn is_run_of(t: &Task, name: &str, uid: &str) -> bool {
-    t.owner_references().iter().any(|o| {
-        o.controller == Some(true)
-            && o.kind == names::CRON_KIND
-            && o.api_version == names::API_VERSION
-            && o.uid == uid
-            && o.name == name
-    })
+    cron_controller(t).is_some_and(|o| o.uid == uid && o.name == name)
 }
 
 /// A Task's key in the store: its namespace and name.
@@ -580,7 +577,6 @@ mod tests {
     #[test]
     fn a_cron_task_finds_its_runs_by_the_index() {
         use crds::Phase;
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
         let caches = Caches::default();
         let run = |name: &str, ns: &str, owner: &str, kind: &str, phase: Option<Phase>| {
             let mut t: Task = serde_json::from_value(serde_json::json!({
@@ -677,7 +673,6 @@ mod tests {
     #[test]
     fn a_run_is_named_by_both_name_and_uid() {
         use crate::fixtures::TaskFixture;
-        use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
         let with = |name: &str, uid: &str, kind: &str| {
             let mut t = Task::test();
             t.metadata.owner_references = Some(vec![OwnerReference {

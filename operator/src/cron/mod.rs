@@ -122,11 +122,7 @@ pub async fn run(
 
 /// The CronTask a Task is a run of (its controller owner), to wake.
 pub fn owner_of(task: &Task) -> Option<ObjectRef<CronTask>> {
-    let owner = task.owner_references().iter().find(|o| {
-        o.controller == Some(true)
-            && o.kind == names::CRON_KIND
-            && o.api_version == names::API_VERSION
-    })?;
+    let owner = crate::cache::cron_controller(task)?;
     Some(ObjectRef::new(&owner.name).within(&task.namespace()?))
 }
 
