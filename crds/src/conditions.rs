@@ -122,6 +122,28 @@ pub enum Reason {
     Evicted,
     /// The spec is invalid in a way the CRD schema could not catch.
     InvalidSpec,
+    /// The Task's output store does not exist, does not select the Task's
+    /// namespace, or its credentials Secret is missing or incomplete: the
+    /// Task fails before its program runs.
+    OutputStoreUnavailable,
+    /// The output store could not be reached within the worker's retries.
+    OutputStoreUnreachable,
+    /// The output store refused the upload's credentials or policy (wrong
+    /// keys, an expired grant, a key outside the Task's prefix).
+    OutputAccessDenied,
+    /// The output store's bucket does not exist.
+    OutputBucketMissing,
+    /// An output file is larger than the store allows, or there are more
+    /// files than it allows, or the store is out of space.
+    OutputQuotaExceeded,
+    /// An output file disappeared, or changed size or content, while it
+    /// was uploaded: its object is not presented as complete.
+    OutputChanged,
+    /// An output file's name is not UTF-8, too long, or not a plain
+    /// relative path; or it is neither a file nor a directory.
+    OutputNameInvalid,
+    /// Uploading an output failed for another reason (the message says which).
+    OutputUploadFailed,
 }
 
 impl Reason {
@@ -161,4 +183,12 @@ pub mod reasons {
     pub const PREEMPTED: &str = Reason::Preempted.as_str();
     pub const EVICTED: &str = Reason::Evicted.as_str();
     pub const INVALID_SPEC: &str = Reason::InvalidSpec.as_str();
+    pub const OUTPUT_STORE_UNAVAILABLE: &str = Reason::OutputStoreUnavailable.as_str();
+    pub const OUTPUT_STORE_UNREACHABLE: &str = Reason::OutputStoreUnreachable.as_str();
+    pub const OUTPUT_ACCESS_DENIED: &str = Reason::OutputAccessDenied.as_str();
+    pub const OUTPUT_BUCKET_MISSING: &str = Reason::OutputBucketMissing.as_str();
+    pub const OUTPUT_QUOTA_EXCEEDED: &str = Reason::OutputQuotaExceeded.as_str();
+    pub const OUTPUT_CHANGED: &str = Reason::OutputChanged.as_str();
+    pub const OUTPUT_NAME_INVALID: &str = Reason::OutputNameInvalid.as_str();
+    pub const OUTPUT_UPLOAD_FAILED: &str = Reason::OutputUploadFailed.as_str();
 }

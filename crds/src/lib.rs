@@ -6,6 +6,7 @@ pub mod bounds;
 pub mod conditions;
 pub mod cron;
 pub mod names;
+pub mod outputs;
 pub mod pod;
 pub mod progress;
 pub mod result;
@@ -15,6 +16,7 @@ pub mod task;
 
 pub use conditions::{ConditionType, Reason};
 pub use cron::{ConcurrencyPolicy, CronTask, CronTaskSpec, CronTaskStatus};
+pub use outputs::{OutputStore, OutputStoreSpec, OutputsSpec, OutputsStatus};
 pub use pod::{PodMetadata, PodTemplate, PullPolicy};
 pub use task::{
     Disruption, Phase, ShardCounts, ShardResult, Task, TaskProgress, TaskSpec, TaskStatus,
@@ -22,12 +24,13 @@ pub use task::{
 
 use kube::CustomResourceExt;
 
-/// The CRDs (Task, then CronTask) as YAML, exactly as `crdgen` prints
+/// The CRDs (Task, CronTask, then OutputStore) as YAML, exactly as `crdgen` prints
 /// them and `manifests/crd.yaml` holds them.
 pub fn crd_yaml() -> Result<String, serde_saphyr::SerializeError> {
     Ok(format!(
-        "{}---\n{}",
+        "{}---\n{}---\n{}",
         serde_saphyr::to_string(&Task::crd())?,
-        serde_saphyr::to_string(&CronTask::crd())?
+        serde_saphyr::to_string(&CronTask::crd())?,
+        serde_saphyr::to_string(&OutputStore::crd())?
     ))
 }

@@ -154,6 +154,13 @@ pub mod env {
     pub const RESULT: &str = "LONGTASK_RESULT";
     /// File the program may append progress lines to (set by the worker for the program).
     pub const PROGRESS: &str = "LONGTASK_PROGRESS";
+    /// Directory whose files are uploaded to the Task's output store when
+    /// the program ends (set by the worker, only when a store applies).
+    pub const OUTPUTS: &str = "LONGTASK_OUTPUTS";
+    /// The Task's upload grant, JSON (set by the operator from the Secret
+    /// `<task>-outputs` by a `secretKeyRef`, only when a store applies; the
+    /// worker reads it and removes it from the program's environment).
+    pub const UPLOAD_GRANT: &str = "LONGTASK_UPLOAD_GRANT";
     /// Prefix reserved for longtask; Task env entries may not use it.
     pub const RESERVED_PREFIX: &str = "LONGTASK_";
     /// Operator: at most this many Tasks have a Job at once.

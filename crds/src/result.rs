@@ -36,6 +36,9 @@ pub mod keys {
     pub const RESULT_SIZE: &str = "resultSize";
     /// The last lines of the program's combined stdout and stderr.
     pub const LOG_TAIL: &str = "logTail";
+    /// The worker's [`crate::outputs::OutputReport`] (JSON), when the Task
+    /// has an output store.
+    pub const OUTPUTS: &str = "outputs";
 }
 
 /// Values of [`keys::RESULT_ENCODING`].

@@ -37,6 +37,7 @@ use crate::pod::{PodTemplate, PullPolicy};
     printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress.display", description = "Percent done as the program last reported it"),
     printcolumn(name = "Attempts", type_ = "integer", json_path = ".status.attempts", description = "Pods started for this Task"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason", description = "Why the Task is in its phase"),
+    printcolumn(name = "Outputs", type_ = "string", json_path = ".status.outputs.size", description = "Total size of the files uploaded to the output store"),
     printcolumn(name = "Waiting", type_ = "string", json_path = ".status.conditions[?(@.type==\"Waiting\")].message", description = "Why the pod cannot start (image, scheduling, config), while it cannot"),
     printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp"),
     printcolumn(name = "Job", type_ = "string", json_path = ".status.jobName", description = "The Task's Job", priority = 1),
@@ -44,7 +45,7 @@ use crate::pod::{PodTemplate, PullPolicy};
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
 #[x_kube(
-    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.failOnExitCodes) ? has(oldSelf.failOnExitCodes) && self.failOnExitCodes == oldSelf.failOnExitCodes : !has(oldSelf.failOnExitCodes)) && (has(self.deleteAfterSeconds) ? has(oldSelf.deleteAfterSeconds) && self.deleteAfterSeconds == oldSelf.deleteAfterSeconds : !has(oldSelf.deleteAfterSeconds)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate))").message("spec is immutable: delete the Task and create it again to run it again"),
+    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.failOnExitCodes) ? has(oldSelf.failOnExitCodes) && self.failOnExitCodes == oldSelf.failOnExitCodes : !has(oldSelf.failOnExitCodes)) && (has(self.deleteAfterSeconds) ? has(oldSelf.deleteAfterSeconds) && self.deleteAfterSeconds == oldSelf.deleteAfterSeconds : !has(oldSelf.deleteAfterSeconds)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate)) && (has(self.outputs) ? has(oldSelf.outputs) && self.outputs == oldSelf.outputs : !has(oldSelf.outputs))").message("spec is immutable: delete the Task and create it again to run it again"),
     validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true"),
     validation = Rule::new("!has(self.parallelism) || self.parallelism <= self.shards").message("spec.parallelism must not exceed spec.shards"),
     validation = Rule::new("!has(self.imagePullPolicy) || has(self.image)").message("spec.imagePullPolicy applies to spec.image: set spec.image too, or leave imagePullPolicy out")
@@ -247,6 +248,12 @@ pub struct TaskSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = crate::bounds::MAX_SHARDS))]
     pub parallelism: Option<i32>,
+
+    /// Where the program's output files go (`$LONGTASK_OUTPUTS`): the
+    /// output store, or `enabled: false` to opt out. Default: the
+    /// namespace's store, if an `OutputStore` applies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<crate::outputs::OutputsSpec>,
 }
 
 fn one() -> i32 {
@@ -285,6 +292,7 @@ impl Default for TaskSpec {
             priority: 0,
             shards: 1,
             parallelism: None,
+            outputs: None,
         }
     }
 }
@@ -411,6 +419,11 @@ pub struct TaskStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+
+    /// The files the program left in $LONGTASK_OUTPUTS (and a result too
+    /// large to keep inline), uploaded to the output store.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<crate::outputs::OutputsStatus>,
 
     /// What the program last reported through the file $LONGTASK_PROGRESS.
     #[serde(default, skip_serializing_if = "Option::is_none")]

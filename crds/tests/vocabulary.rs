@@ -39,6 +39,14 @@ fn reasons_keep_their_strings() {
             "Preempted",
             "Evicted",
             "InvalidSpec",
+            "OutputStoreUnavailable",
+            "OutputStoreUnreachable",
+            "OutputAccessDenied",
+            "OutputBucketMissing",
+            "OutputQuotaExceeded",
+            "OutputChanged",
+            "OutputNameInvalid",
+            "OutputUploadFailed",
         ]
     );
     for r in Reason::iter() {
@@ -102,6 +110,14 @@ fn the_constants_are_the_variants() {
             reasons::PREEMPTED,
             reasons::EVICTED,
             reasons::INVALID_SPEC,
+            reasons::OUTPUT_STORE_UNAVAILABLE,
+            reasons::OUTPUT_STORE_UNREACHABLE,
+            reasons::OUTPUT_ACCESS_DENIED,
+            reasons::OUTPUT_BUCKET_MISSING,
+            reasons::OUTPUT_QUOTA_EXCEEDED,
+            reasons::OUTPUT_CHANGED,
+            reasons::OUTPUT_NAME_INVALID,
+            reasons::OUTPUT_UPLOAD_FAILED,
         ]
         .to_vec(),
         Reason::iter().map(Reason::as_str).collect::<Vec<_>>()

@@ -328,6 +328,8 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
             .map(|m| truncate_utf8(&m, MAX_MESSAGE_BYTES).to_owned()),
         observed_generation: generation,
         conditions,
+        // Filled from the worker's report by the outputs step (issue 35).
+        outputs: None,
         progress: match f.phase {
             Some(Phase::Completed) => f.progress.map(progress::done),
             _ => f.progress,
