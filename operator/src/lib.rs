@@ -25,6 +25,7 @@ pub mod context;
 pub mod controller;
 pub mod cron;
 pub mod ha;
+pub mod outputs;
 pub mod queue;
 pub mod reconcile;
 pub mod retention;

@@ -1,0 +1,4 @@
+mod grant;
+mod report;
+mod resolve;
+mod sweep;
