@@ -27,6 +27,10 @@ use serde::{Deserialize, Serialize};
 
 /// Where Tasks' outputs go: an S3-compatible bucket, and which namespaces
 /// may use it. Cluster-scoped: only cluster admins make or change stores.
+// clippy takes the printcolumns' repeated `type_ = "string"` for a
+// duplicated attribute on this cluster-scoped resource (not on the
+// namespaced Task and CronTask, whose columns repeat it too).
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "longtask.dev",
@@ -35,9 +39,24 @@ use serde::{Deserialize, Serialize};
     plural = "outputstores",
     derive = "PartialEq",
     doc = "An S3-compatible object store that Tasks upload their output files to, by reference.",
-    printcolumn(name = "Endpoint", type_ = "string", json_path = ".spec.s3.endpoint"),
-    printcolumn(name = "Bucket", type_ = "string", json_path = ".spec.s3.bucket"),
-    printcolumn(name = "Prefix", type_ = "string", json_path = ".spec.s3.prefix"),
+    printcolumn(
+        name = "Endpoint",
+        type_ = "string",
+        json_path = ".spec.s3.endpoint",
+        description = "The S3 API's base URL"
+    ),
+    printcolumn(
+        name = "Bucket",
+        type_ = "string",
+        json_path = ".spec.s3.bucket",
+        description = "The bucket"
+    ),
+    printcolumn(
+        name = "Prefix",
+        type_ = "string",
+        json_path = ".spec.s3.prefix",
+        description = "Key prefix of every object"
+    ),
     printcolumn(
         name = "Age",
         type_ = "date",

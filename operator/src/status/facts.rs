@@ -333,6 +333,9 @@ fn unfinished(task: &Task, prev: &TaskStatus, job: &Job, obs: &Observed<'_>, bas
         }
         wake_in = u64::try_from(left).ok().map(std::time::Duration::from_secs);
     }
+    if waiting.is_none() {
+        wake_in = podless_look(job, obs).or(wake_in);
+    }
     // A started pod whose node went silent: said, and never timed out as
     // a start (the program did start).
     let waiting = waiting.or_else(|| {
@@ -596,6 +599,23 @@ fn binary_note(r: &TaskResult) -> String {
          bytes as U+FFFD, the result ConfigMap holds it whole (binaryData.resultGzip)",
         r.result.len()
     )
+}
+
+/// When to look again at a running, unsuspended Job that has no pod and no
+/// refusal on record: the Job controller reports a refused pod only as an
+/// Event, which wakes nothing, so without this the refusal would be seen
+/// at the next periodic requeue (minutes). Half the Job's age, 2 to 60
+/// seconds: a backoff kept in no memory, and nothing at all once a pod exists.
+fn podless_look(job: &Job, obs: &Observed<'_>) -> Option<std::time::Duration> {
+    let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
+    let active = job.status.as_ref().and_then(|s| s.active).unwrap_or(0);
+    if suspended || active > 0 || !obs.pods.is_empty() {
+        return None;
+    }
+    let since = job.metadata.creation_timestamp.as_ref().unwrap_or(&obs.now);
+    let age = obs.now.0.as_second().saturating_sub(since.0.as_second());
+    let secs = u64::try_from(age / 2).unwrap_or(0).clamp(2, 60);
+    Some(std::time::Duration::from_secs(secs))
 }
 
 /// Cancelled before the Job was created: nothing ran.

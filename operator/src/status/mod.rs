@@ -274,6 +274,17 @@ pub fn queued(task: &Task, wait: &queue::Wait, now: Time) -> Desired {
     assemble(task, &prev, facts, now)
 }
 
+/// What the reconciler does next with a Task in the state `f` describes.
+fn next_step(task: &Task, f: &Facts) -> Next {
+    match (f.phase, f.reason) {
+        (Some(p), _) if p.is_terminal() => Next::Done,
+        (_, Some(Reason::JobOwnedByOther)) => Next::Blocked,
+        _ if task.spec.cancel => Next::Blocked,
+        (Some(Phase::Queued), Some(Reason::QueueFull)) => Next::Queued,
+        _ => f.wake_in.map_or(Next::Running, Next::Wake),
+    }
+}
+
 /// Turns facts into the status: conditions, bounded result and message.
 fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
     let generation = task.metadata.generation;
@@ -287,19 +298,13 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         &now,
         generation,
     );
+    let next = next_step(task, &f);
     let (result, truncated) = match f.result {
         Some(r) if r.len() > MAX_STATUS_RESULT_BYTES => (
             Some(truncate_utf8(&r, MAX_STATUS_RESULT_BYTES).to_owned()),
             Some(true),
         ),
         r => (r, None),
-    };
-    let next = match (f.phase, f.reason) {
-        (Some(p), _) if p.is_terminal() => Next::Done,
-        (_, Some(Reason::JobOwnedByOther)) => Next::Blocked,
-        _ if task.spec.cancel => Next::Blocked,
-        (Some(Phase::Queued), Some(Reason::QueueFull)) => Next::Queued,
-        _ => f.wake_in.map_or(Next::Running, Next::Wake),
     };
     let status = TaskStatus {
         phase: f.phase,

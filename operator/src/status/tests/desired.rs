@@ -332,3 +332,35 @@ fn a_silent_node_is_told_and_never_times_out_as_a_start() {
         ("False", None)
     );
 }
+
+#[test]
+fn a_job_without_a_pod_is_looked_at_again_soon_then_less_often() {
+    let t = Task::test().running();
+    // Now is 500: a Job made at 496 is 4 s old, one made at 100 is 400 s old.
+    let young = JobFixture::ours().created_at(496).active(0).build();
+    let d = desired(&t, &obs(Some(&young), None, &[]));
+    assert_eq!(d.next, Next::Wake(std::time::Duration::from_secs(2)));
+    let old = JobFixture::ours().created_at(100).active(0).build();
+    let d = desired(&t, &obs(Some(&old), None, &[]));
+    assert_eq!(d.next, Next::Wake(std::time::Duration::from_secs(60)));
+    // A pod, an active count or a suspension: nothing to look for.
+    let pods = [PodFixture::new("p1").build()];
+    assert_eq!(
+        desired(&t, &obs(Some(&old), None, &pods)).next,
+        Next::Running
+    );
+    let active = JobFixture::ours().created_at(100).active(1).build();
+    assert_eq!(
+        desired(&t, &obs(Some(&active), None, &[])).next,
+        Next::Running
+    );
+    let suspended = JobFixture::ours()
+        .created_at(100)
+        .active(0)
+        .suspended()
+        .build();
+    assert_ne!(
+        desired(&t, &obs(Some(&suspended), None, &[])).next,
+        Next::Wake(std::time::Duration::from_secs(60))
+    );
+}
