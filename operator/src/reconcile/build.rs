@@ -4,13 +4,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crds::Task;
-use crds::names::{self, labels};
+use crds::names::{self, env, labels};
+use crds::outputs::{UPLOAD_KEY, secret_name};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
+use k8s_openapi::api::core::v1::{EnvVar, EnvVarSource, Secret, SecretKeySelector, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
+use crate::outputs::resolve::STORE_ANNOTATION;
 pub use crate::reconcile::identity::{BuildError, Identity, identity};
 use crate::reconcile::{pod, shape};
 
@@ -56,6 +59,73 @@ pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
         }),
         status: None,
     })
+}
+
+/// The Job that runs `task`, uploading its outputs to the store named
+/// `store` when it has one: the Job records the store (annotation
+/// `longtask.dev/output-store`), and the worker gets the upload grant
+/// from the Task's outputs Secret (`$LONGTASK_UPLOAD_GRANT`, a
+/// `secretKeyRef`: the grant is never in the Job's spec).
+pub fn job_with_outputs(
+    task: &Task,
+    worker_image: &str,
+    store: Option<&str>,
+) -> Result<Job, BuildError> {
+    let mut job = job(task, worker_image)?;
+    let Some(store) = store else {
+        return Ok(job);
+    };
+    let id = identity(task)?;
+    job.metadata
+        .annotations
+        .get_or_insert_with(BTreeMap::new)
+        .insert(STORE_ANNOTATION.to_owned(), store.to_owned());
+    let grant = EnvVar {
+        name: env::UPLOAD_GRANT.to_owned(),
+        value_from: Some(EnvVarSource {
+            secret_key_ref: Some(SecretKeySelector {
+                name: secret_name(id.name),
+                key: UPLOAD_KEY.to_owned(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
+        ..EnvVar::default()
+    };
+    let containers = job
+        .spec
+        .as_mut()
+        .and_then(|s| s.template.spec.as_mut())
+        .map(|p| p.containers.iter_mut())
+        .into_iter()
+        .flatten();
+    for c in containers.filter(|c| c.name == names::WORKER_CONTAINER) {
+        c.env.get_or_insert_with(Vec::new).push(grant.clone());
+    }
+    Ok(job)
+}
+
+/// The Task's outputs Secret (`<task>-outputs`) holding `data` (the
+/// upload grant, later the download grant, as JSON), owned by the Task
+/// and labelled like its Job.
+pub fn outputs_secret(id: &Identity<'_>, data: BTreeMap<String, Vec<u8>>) -> Secret {
+    let mut lbls = task_labels(id);
+    lbls.insert(
+        labels::MANAGED_BY.to_owned(),
+        labels::MANAGED_BY_VALUE.to_owned(),
+    );
+    Secret {
+        metadata: ObjectMeta {
+            name: Some(secret_name(id.name)),
+            namespace: Some(id.namespace.to_owned()),
+            labels: Some(lbls),
+            owner_references: Some(vec![controller_ref(id)]),
+            ..ObjectMeta::default()
+        },
+        type_: Some("Opaque".to_owned()),
+        data: Some(data.into_iter().map(|(k, v)| (k, ByteString(v))).collect()),
+        ..Secret::default()
+    }
 }
 
 fn managed_meta(name: &str, namespace: &str) -> ObjectMeta {

@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::context::Context;
+use crate::outputs::report::Target;
 use crate::queue::Wait;
 use crate::reconcile::admit::{self, Admission};
 use crate::reconcile::build::Identity;
@@ -91,6 +92,9 @@ pub struct Seen {
     /// Kueue's Workload of the Job, when read (`None`: not read, or Kueue
     /// is not installed).
     pub kueue: Option<kueue::Seen>,
+    /// Where the Task's outputs go, when its result is read as final and
+    /// it has an output store.
+    pub outputs: Option<Target>,
 }
 
 impl Seen {
@@ -106,6 +110,7 @@ impl Seen {
             departed: &self.departed,
             shard_results: &self.shards,
             kueue: self.kueue.as_ref(),
+            outputs: self.outputs.as_ref(),
             now,
         }
     }
@@ -162,6 +167,7 @@ pub async fn cluster(
         refused: None,
         shards: Vec::new(),
         refusals: Vec::new(),
+        outputs: None,
     };
     if let Some(job_uid) = reads.fence {
         vet(ctx, id, job_uid, &mut seen, shards).await?;

@@ -39,6 +39,8 @@ pub struct Facts {
     pub shard_results: Vec<ShardResult>,
     pub shard_results_truncated: bool,
     pub progress: Option<TaskProgress>,
+    /// The files the Task uploaded (`status.outputs`).
+    pub outputs: Option<crds::OutputsStatus>,
 }
 
 /// Keeps what is recorded (used before a Job exists); a reason outside the
@@ -64,6 +66,7 @@ pub fn carry(prev: &TaskStatus) -> Facts {
         shard_results: prev.shard_results.clone(),
         shard_results_truncated: prev.shard_results_truncated == Some(true),
         progress: prev.progress.clone(),
+        outputs: prev.outputs.clone(),
     }
 }
 

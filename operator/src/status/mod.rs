@@ -16,6 +16,7 @@ pub mod events;
 pub mod facts;
 pub mod kueue;
 pub mod observe;
+pub mod outputs;
 pub mod progress;
 pub mod shards;
 #[cfg(test)]
@@ -226,19 +227,21 @@ pub fn desired(task: &Task, obs: &Observed<'_>) -> Desired {
             }
         }
     };
-    let facts = with_result_details(facts, obs, task_uid);
+    let facts = with_result_details(facts, task, obs);
     assemble(task, &prev, facts, obs.now.clone())
 }
 
-/// Adds the digest and log tail of the accepted result to a terminal status.
-fn with_result_details(mut f: Facts, obs: &Observed<'_>, task_uid: &str) -> Facts {
+/// Adds the digest and log tail of the accepted result, and the outputs
+/// its worker uploaded, to a terminal status.
+fn with_result_details(mut f: Facts, task: &Task, obs: &Observed<'_>) -> Facts {
     if !f.phase.is_some_and(|p| p.is_terminal()) {
         return f;
     }
-    let Some(job_uid) = f.job_uid.as_deref() else {
+    let Some(job_uid) = f.job_uid.clone() else {
         return f;
     };
-    if let Ok(r) = obs.accept_result(task_uid, job_uid) {
+    let task_uid = task.metadata.uid.as_deref().unwrap_or_default();
+    if let Ok(r) = obs.accept_result(task_uid, &job_uid) {
         if f.result.is_some() {
             // Over the raw bytes, as decoded: what the program wrote.
             f.result_digest = Some(digest(&r.result));
@@ -247,7 +250,8 @@ fn with_result_details(mut f: Facts, obs: &Observed<'_>, task_uid: &str) -> Fact
             f.log_tail = Some(r.log_tail);
         }
     }
-    f
+    let outcome = outputs::outcome(task, obs, &job_uid);
+    outputs::apply(f, outcome)
 }
 
 /// The facts of the Task's own Job: sharded or not, suspended or not.
@@ -333,8 +337,7 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
             .map(|m| truncate_utf8(&m, MAX_MESSAGE_BYTES).to_owned()),
         observed_generation: generation,
         conditions,
-        // Filled from the worker's report by the outputs step (issue 35).
-        outputs: None,
+        outputs: f.outputs,
         progress: match f.phase {
             Some(Phase::Completed) => f.progress.map(progress::done),
             _ => f.progress,

@@ -39,6 +39,9 @@ pub struct Observed<'a> {
     /// What was read of Kueue for a Kueue-managed Job that is suspended or
     /// being stopped (`None`: not read, not Kueue's, or Kueue not installed).
     pub kueue: Option<&'a crate::status::kueue::Seen>,
+    /// Where the Task's outputs go, as fixed when its Job was made (`None`:
+    /// it has no output store).
+    pub outputs: Option<&'a crate::outputs::report::Target>,
     /// The time to stamp on anything that changes now.
     pub now: Time,
 }

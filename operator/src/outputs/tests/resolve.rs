@@ -70,6 +70,14 @@ fn the_task_then_the_namespace_then_default_name_the_store() {
 }
 
 /// (case, Task, namespace labels, stores, outcome).
+type Case<'a> = (
+    &'a str,
+    Task,
+    Option<&'a BTreeMap<String, String>>,
+    Vec<Arc<OutputStore>>,
+    &'a str,
+);
+
 #[test]
 fn resolution_table() {
     let default = OutputStore::test("default").arc();
@@ -81,13 +89,7 @@ fn resolution_table() {
     let labelled_b = labels(&[("team", "b"), ("longtask.dev/output-store", "team")]);
     let t = Task::test();
     let named = |n: &str| Task::test().outputs(Some(n), None);
-    let cases: Vec<(
-        &str,
-        Task,
-        Option<&BTreeMap<String, String>>,
-        Vec<Arc<OutputStore>>,
-        &str,
-    )> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "no store at all: as before",
             t.clone(),

@@ -165,3 +165,107 @@ fn worker_rbac_binds_the_cluster_role() {
     let subjects: Vec<String> = own.subjects.unwrap().into_iter().map(|s| s.name).collect();
     assert_eq!(subjects, ["analytics", "longtask-worker", "reporting"]);
 }
+
+#[test]
+fn a_task_with_a_store_gets_its_grant_from_its_secret() {
+    let t = hello().with(|t| t.spec.image = Some("python:3.12".into()));
+    let plain = job(&t, "w").unwrap();
+    assert_eq!(
+        job_with_outputs(&t, "w", None).unwrap(),
+        plain,
+        "no store: as before"
+    );
+    let j = job_with_outputs(&t, "w", Some("s3")).unwrap();
+    let a = j.metadata.annotations.as_ref().unwrap();
+    assert_eq!(
+        a.get("longtask.dev/output-store").map(String::as_str),
+        Some("s3")
+    );
+    let c = container(&j);
+    let grant = env_value(c, env::UPLOAD_GRANT).expect("the grant's env");
+    assert_eq!(grant.value, None, "never the grant itself in the Job");
+    let r = grant
+        .value_from
+        .as_ref()
+        .unwrap()
+        .secret_key_ref
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        (r.name.as_str(), r.key.as_str(), r.optional),
+        ("hello-outputs", "upload.json", Some(false))
+    );
+    // Only the worker's container, and nothing else changes.
+    let pod = j.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    for init in pod.init_containers.iter().flatten() {
+        assert!(
+            init.env
+                .iter()
+                .flatten()
+                .all(|e| e.name != env::UPLOAD_GRANT)
+        );
+    }
+    let mut undone = j.clone();
+    undone.metadata.annotations = plain.metadata.annotations.clone();
+    let env = undone
+        .spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .containers[0]
+        .env
+        .as_mut()
+        .unwrap();
+    env.retain(|e| e.name != env::UPLOAD_GRANT);
+    assert_eq!(undone, plain);
+    // Kueue's annotations stay beside ours.
+    let kueue = t.with(|t| {
+        t.metadata.annotations = Some(
+            [(
+                "kueue.x-k8s.io/job-min-parallelism".to_owned(),
+                "1".to_owned(),
+            )]
+            .into(),
+        );
+    });
+    let a = job_with_outputs(&kueue, "w", Some("s3"))
+        .unwrap()
+        .metadata
+        .annotations
+        .unwrap();
+    assert_eq!(a.len(), 2);
+}
+
+#[test]
+fn the_outputs_secret_is_the_tasks() {
+    let t = hello();
+    let id = identity(&t).unwrap();
+    let s = outputs_secret(&id, [("upload.json".to_owned(), b"{}".to_vec())].into());
+    assert_eq!(s.metadata.name.as_deref(), Some("hello-outputs"));
+    assert_eq!(s.metadata.namespace.as_deref(), Some("ns"));
+    let owner = &s.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+        ("Task", "uid-1", Some(true))
+    );
+    let l = s.metadata.labels.as_ref().unwrap();
+    assert_eq!(
+        l.get("longtask.dev/task-uid").map(String::as_str),
+        Some("uid-1")
+    );
+    assert_eq!(
+        l.get("longtask.dev/task-name").map(String::as_str),
+        Some("hello")
+    );
+    assert_eq!(
+        l.get("app.kubernetes.io/managed-by").map(String::as_str),
+        Some("longtask-operator")
+    );
+    let data = s.data.as_ref().unwrap();
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["upload.json"]);
+    assert_eq!(data["upload.json"].0, b"{}");
+    assert_eq!(s.type_.as_deref(), Some("Opaque"));
+}

@@ -1,5 +1,6 @@
 mod desired;
 mod kueue;
+mod outputs;
 mod progress;
 mod properties;
 mod retry;

@@ -527,6 +527,7 @@ proptest! {
             departed: &[],
             shard_results: &shard_cms,
             kueue: None,
+            outputs: None,
             now: at(500),
         };
         let first = decide(&t, &obs);
