@@ -14,8 +14,8 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
-use crds::Task;
 use crds::names::{self, labels};
+use crds::{OutputStore, Task};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
@@ -54,11 +54,29 @@ pub struct Caches {
     /// The Task cache's keys of CronTasks' runs, by CronTask, so a
     /// CronTask finds its runs without walking every Task.
     runs: Mutex<RunIndex>,
+    /// The `OutputStore`s (cluster-scoped: only when the operator watches
+    /// every namespace).
+    output_stores: OnceLock<Store<OutputStore>>,
 }
 
 impl Caches {
     pub fn set_pods(&self, store: Store<Pod>) {
         let _ = self.pods.set(store);
+    }
+
+    pub fn set_output_stores(&self, store: Store<OutputStore>) {
+        let _ = self.output_stores.set(store);
+    }
+
+    /// The `OutputStore` cache, once its watch has listed every store;
+    /// `None` before, and where no store is read (one namespace watched).
+    pub fn output_stores(&self) -> Option<&Store<OutputStore>> {
+        ready(self.output_stores.get()?)
+    }
+
+    /// True when this operator reads `OutputStore`s at all.
+    pub fn reads_output_stores(&self) -> bool {
+        self.output_stores.get().is_some()
     }
 
     /// Keeps the result versions in step with the result watch; called

@@ -41,6 +41,13 @@ pub struct Config {
     /// `--cron-max-active-per-namespace`: active runs CronTasks may have
     /// in one namespace; `None`: no bound.
     pub cron_max_active_per_namespace: Option<usize>,
+    /// The operator's own namespace (`POD_NAMESPACE`), where output
+    /// stores' credentials Secrets are; `None`: unknown, so no store can
+    /// be used.
+    pub operator_namespace: Option<String>,
+    /// Output stores: the collector's sweep interval and each store
+    /// request's timeout.
+    pub outputs: crate::outputs::sweep::Settings,
 }
 
 impl Config {
@@ -58,6 +65,8 @@ impl Config {
             retention: crate::retention::Defaults::default(),
             cron_min_interval: Some(Duration::from_secs(60)),
             cron_max_active_per_namespace: Some(100),
+            operator_namespace: None,
+            outputs: crate::outputs::sweep::Settings::default(),
         }
     }
 }

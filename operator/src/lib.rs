@@ -21,6 +21,7 @@
 
 pub mod cache;
 pub mod call;
+pub mod collector;
 pub mod context;
 pub mod controller;
 pub mod cron;

@@ -15,6 +15,7 @@ use longtask_operator::call::Chain;
 use longtask_operator::context::{Backoff, Config, Context, WorkerRbac};
 use longtask_operator::controller;
 use longtask_operator::ha::{elector, lease};
+use longtask_operator::outputs::sweep::Settings;
 use longtask_operator::queue::Queue;
 use longtask_operator::retention::Defaults;
 use longtask_operator::telemetry::events::Recorder;
@@ -96,6 +97,13 @@ struct Cli {
     /// only one then.
     #[arg(long, env = "POD_NAMESPACE")]
     lease_namespace: Option<String>,
+    /// Seconds between two sweeps of the output stores by the leader,
+    /// which delete the objects of Tasks that are gone (those a Task's
+    /// delete could not: the store was down, or a worker uploaded after
+    /// its Task went); 0: no sweeps (a deleted Task's objects still go at
+    /// once when its store answers).
+    #[arg(long, default_value_t = 300, env = "LONGTASK_OUTPUT_GC_INTERVAL")]
+    output_gc_interval: u64,
     /// Elect one leader among the replicas through a Lease.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, env = "LONGTASK_LEADER_ELECTION")]
     leader_election: bool,
@@ -109,6 +117,9 @@ async fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     init_tracing(cli.log_format);
+    // rustls' ring provider for the output stores' HTTPS (kube's client
+    // uses the same).
+    longtask_store::install_crypto_provider();
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -182,6 +193,16 @@ fn context(cli: &Cli, client: &Client) -> Arc<Context> {
             .then(|| Duration::from_secs(cli.cron_min_interval)),
         cron_max_active_per_namespace: (cli.cron_max_active_per_namespace > 0)
             .then(|| usize::try_from(cli.cron_max_active_per_namespace).unwrap_or(usize::MAX)),
+        // Where output stores' credentials Secrets are.
+        operator_namespace: cli
+            .lease_namespace
+            .clone()
+            .or_else(|| cli.namespace.clone()),
+        outputs: Settings {
+            interval: (cli.output_gc_interval > 0)
+                .then(|| Duration::from_secs(cli.output_gc_interval)),
+            ..Settings::default()
+        },
         ..Config::new(
             cli.worker_image.clone().unwrap_or_default(),
             Duration::from_secs(cli.api_timeout_seconds.max(1)),

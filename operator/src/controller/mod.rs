@@ -21,10 +21,10 @@ use kube::runtime::controller::{self, Controller};
 use kube::runtime::reflector::{self, ObjectRef, reflector};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource, ResourceExt};
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use crate::context::Context;
-use crate::{cache, reconcile, status};
+use crate::{cache, collector, reconcile, status};
 
 /// Objects per page of a watch's initial list. kube's default (500) holds
 /// 500 whole objects (a Job with its pod template, a Task with its result
@@ -42,17 +42,19 @@ const LIVE_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 /// Runs the controller until SIGTERM/SIGINT, then lets running reconciles finish.
 pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, concurrency: u16) {
     let (cron_wakes, cron_woken) = futures::channel::mpsc::unbounded();
-    let (controller, jobs) = controller(&client, namespace, concurrency, &ctx, cron_wakes);
+    let (gone, deleted) = futures::channel::mpsc::channel(ctx.config.outputs.pending);
+    let wires = Wires { cron_wakes, gone };
+    let (controller, jobs) = controller(&client, namespace, concurrency, &ctx, wires);
     let store = controller.store();
     ctx.queue.set_tasks(store.clone());
     ctx.queue.set_jobs(jobs);
-    // A Namespace is cluster-scoped: watching only one namespace, the
-    // operator makes only namespaced calls (its install has Roles only), so
-    // it reads no Namespace and no namespace annotation.
-    if namespace.is_none() {
-        ctx.queue
-            .set_namespaces(watch_namespaces(&client, ctx.clone()));
-    }
+    // A Namespace (and an OutputStore) is cluster-scoped: watching only
+    // one namespace, the operator makes only namespaced calls (its install
+    // has Roles only), so it reads no Namespace, no namespace annotation,
+    // and no OutputStore.
+    let collector = namespace
+        .is_none()
+        .then(|| cluster_scoped(&client, &ctx, &store, deleted));
     ctx.metrics.watch_store(store.clone());
     let synced = Arc::new(AtomicBool::new(false));
     report_ready(store, ctx.metrics.clone(), synced.clone());
@@ -92,6 +94,50 @@ pub async fn run(client: Client, ctx: Arc<Context>, namespace: Option<&str>, con
         () = unsynced_stop => info!("stopped before the Task cache synced"),
     }
     crons.abort();
+    collector.iter().for_each(tokio::task::JoinHandle::abort);
+}
+
+/// The watches of an operator of every namespace, of cluster-scoped
+/// objects: namespaces and `OutputStore`s; and the collector of deleted
+/// Tasks' objects (which only stores make), handed them by `deleted`.
+fn cluster_scoped(
+    client: &Client,
+    ctx: &Arc<Context>,
+    tasks: &reflector::Store<Task>,
+    deleted: futures::channel::mpsc::Receiver<collector::Gone>,
+) -> tokio::task::JoinHandle<()> {
+    ctx.queue
+        .set_namespaces(watch_namespaces(client, ctx.clone()));
+    ctx.caches.set_output_stores(watch_output_stores(client));
+    tokio::spawn(collector::run(ctx.clone(), tasks.clone(), deleted))
+}
+
+/// Where the Task watch sends what it saw besides the controller: the
+/// CronTasks whose runs changed, the deleted Tasks whose objects are to go.
+struct Wires {
+    cron_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<crds::CronTask>>,
+    gone: futures::channel::mpsc::Sender<collector::Gone>,
+}
+
+/// A cache of the `OutputStore`s, kept by a watch for as long as the
+/// controller runs. A changed store wakes no Task: the next one to start,
+/// end or be collected reads it.
+fn watch_output_stores(client: &Client) -> reflector::Store<crds::OutputStore> {
+    let (reader, writer) = reflector::store();
+    let api: Api<crds::OutputStore> = Api::all(client.clone());
+    let stream = reflector(
+        writer,
+        watcher(api, watcher::Config::default()).default_backoff(),
+    );
+    tokio::spawn(async move {
+        let mut stream = std::pin::pin!(stream);
+        while let Some(ev) = stream.next().await {
+            if let Err(e) = ev {
+                warn!(error = %e, "OutputStore watch");
+            }
+        }
+    });
+    reader
 }
 
 /// A watch config of the objects longtask labels with a Task's UID.
@@ -114,9 +160,9 @@ fn controller(
     ns: Option<&str>,
     concurrency: u16,
     ctx: &Arc<Context>,
-    cron_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<crds::CronTask>>,
+    wires: Wires,
 ) -> (Controller<Task>, reflector::Store<Job>) {
-    let (task_stream, store) = task_watch(api(client, ns), ctx, cron_wakes);
+    let (task_stream, store) = task_watch(api(client, ns), ctx, wires);
     let (job_stream, job_store) = job_watch(api(client, ns), ctx.clone());
     let pod_stream = pod_watch(api(client, ns), ctx);
     let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
@@ -145,7 +191,7 @@ fn controller(
 fn task_watch(
     tasks: Api<Task>,
     ctx: &Arc<Context>,
-    cron_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<crds::CronTask>>,
+    mut wires: Wires,
 ) -> (
     impl futures::Stream<Item = Result<Task, watcher::Error>> + Send + 'static,
     reflector::Store<Task>,
@@ -176,15 +222,21 @@ fn task_watch(
         if let Ok(ev) = ev {
             runs.caches.index_task(ev);
         }
-        if let Ok(watcher::Event::Delete(t)) = ev
-            && !t.is_terminal()
-        {
-            on_delete.queue.moved(&t.namespace().unwrap_or_default());
+        if let Ok(watcher::Event::Delete(t)) = ev {
+            if !t.is_terminal() {
+                on_delete.queue.moved(&t.namespace().unwrap_or_default());
+            }
+            // Its objects go in the background; if too many wait, the sweep.
+            if let Some(g) = collector::gone(&on_delete, t)
+                && wires.gone.try_send(g).is_err()
+            {
+                debug!("too many deleted Tasks' outputs to delete; the sweep collects them");
+            }
         }
         if let Ok(watcher::Event::Apply(t) | watcher::Event::Delete(t)) = ev
             && let Some(cron) = crate::cron::owner_of(t)
         {
-            let _ = cron_wakes.unbounded_send(cron);
+            let _ = wires.cron_wakes.unbounded_send(cron);
         }
     })
     .applied_objects();
@@ -469,6 +521,12 @@ fn slim_task(t: &mut Task) {
             attempts: s.attempts,
             exit_code: s.exit_code,
             observed_generation: s.observed_generation,
+            // Where its objects are and its download Secret, for their
+            // renewal and collection; not the list of files.
+            outputs: s.outputs.map(|o| crds::OutputsStatus {
+                files: Vec::new(),
+                ..o
+            }),
             ..crds::TaskStatus::default()
         });
     }

@@ -16,6 +16,7 @@ use crds::outputs::{DEFAULT_STORE, NAMESPACE_STORE_LABEL, OutputStore, secret_ke
 use k8s_openapi::ByteString;
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
+use longtask_store::Credentials;
 
 /// Annotation on a Task's Job naming the `OutputStore` its outputs go to,
 /// set when the Job is made: the store the Task's status lists them in.
@@ -126,23 +127,6 @@ pub fn selects(
     Ok(ns_labels.is_some_and(|l| sel.matches(l)))
 }
 
-/// A store's credentials, read from its Secret.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Keys {
-    pub access_key_id: String,
-    pub secret_access_key: String,
-    pub session_token: Option<String>,
-}
-
-impl std::fmt::Debug for Keys {
-    // Never print a secret, not even in a test's failure.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Keys")
-            .field("access_key_id", &self.access_key_id)
-            .finish_non_exhaustive()
-    }
-}
-
 /// The credentials in the data of the Secret `secret` (in the operator's
 /// namespace `namespace`) that store `store` names; `data` is `None` when
 /// the Secret does not exist. `Err` says what is wrong, for a status.
@@ -151,7 +135,7 @@ pub fn credentials(
     secret: &str,
     namespace: &str,
     data: Option<&BTreeMap<String, ByteString>>,
-) -> Result<Keys, String> {
+) -> Result<Credentials, String> {
     let Some(data) = data else {
         return Err(format!(
             "the credentials Secret {namespace}/{secret} of OutputStore {store} does not exist"
@@ -180,7 +164,7 @@ pub fn credentials(
             )
         })
     };
-    Ok(Keys {
+    Ok(Credentials {
         access_key_id: required(secret_keys::ACCESS_KEY_ID)?,
         secret_access_key: required(secret_keys::SECRET_ACCESS_KEY)?,
         session_token: text(secret_keys::SESSION_TOKEN)?,

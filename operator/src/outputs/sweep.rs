@@ -9,8 +9,38 @@
 //! objects.
 
 use std::collections::{BTreeSet, HashMap};
+use std::time::Duration;
 
 use crds::Task;
+
+/// How the collector works (`--output-gc-interval` and fixed bounds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Settings {
+    /// Time between two sweeps of every store; `None`: no sweeps (a Task's
+    /// objects still go when it is deleted).
+    pub interval: Option<Duration>,
+    /// Upper bound of each request to a store.
+    pub request_timeout: Duration,
+    /// Upper bound of deleting one Task's objects (many requests).
+    pub delete_timeout: Duration,
+    /// Directories of live Tasks listed per sweep and store (in turn).
+    pub live_lists: usize,
+    /// Task deletions waiting for their objects to be deleted; past it,
+    /// the sweep collects them.
+    pub pending: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            interval: Some(Duration::from_secs(300)),
+            request_timeout: Duration::from_secs(30),
+            delete_timeout: Duration::from_secs(120),
+            live_lists: 100,
+            pending: 10_000,
+        }
+    }
+}
 
 /// The Tasks the cache holds, by namespace and name: their UIDs.
 #[derive(Debug, Default)]
@@ -122,23 +152,22 @@ pub fn parts<'a>(prefix: &str, orphan: &'a str) -> Option<(&'a str, &'a str, &'a
     it.next().is_none().then_some((ns, name, uid))
 }
 
-/// Prefixes found orphaned by the last sweep, not deleted yet.
+/// A Task prefix in a store: (store name, prefix).
+pub type Found = (String, String);
+
+/// Task prefixes found orphaned by the last sweep, not deleted yet.
 #[derive(Debug, Default)]
-pub struct Suspects(BTreeSet<String>);
+pub struct Suspects(BTreeSet<Found>);
 
 impl Suspects {
-    /// This sweep found `found` (of the stores it listed; `listed` says of
-    /// which store a prefix is, so a store it could not list keeps its
-    /// suspects): the ones found by the sweep before too are to be deleted
-    /// now, the others wait for the next sweep.
-    pub fn confirm(
-        &mut self,
-        found: BTreeSet<String>,
-        listed: impl Fn(&str) -> bool,
-    ) -> Vec<String> {
-        let (before, elsewhere): (BTreeSet<String>, BTreeSet<String>) = std::mem::take(&mut self.0)
+    /// This sweep found `found` in the stores `listed` says it listed (a
+    /// store it could not list keeps its suspects): the ones the sweep
+    /// before found too are to be deleted now, the others wait for the
+    /// next sweep.
+    pub fn confirm(&mut self, found: BTreeSet<Found>, listed: impl Fn(&str) -> bool) -> Vec<Found> {
+        let (before, elsewhere): (BTreeSet<Found>, BTreeSet<Found>) = std::mem::take(&mut self.0)
             .into_iter()
-            .partition(|p| listed(p));
+            .partition(|(s, _)| listed(s));
         let delete = before.intersection(&found).cloned().collect::<Vec<_>>();
         self.0 = elsewhere;
         self.0
@@ -146,9 +175,9 @@ impl Suspects {
         delete
     }
 
-    /// `prefix` was not deleted: look at it again next time.
-    pub fn keep(&mut self, prefix: String) {
-        self.0.insert(prefix);
+    /// `found` was not deleted: look at it again next time.
+    pub fn keep(&mut self, found: Found) {
+        self.0.insert(found);
     }
 
     /// How many prefixes wait.

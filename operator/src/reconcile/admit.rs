@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-use crds::Task;
 use crds::names::labels;
+use crds::{Reason, Task};
 use k8s_openapi::api::batch::v1::Job;
 use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -23,7 +23,9 @@ use crate::context::Context;
 use crate::queue::{self, Limits, Plan, Scope, Verdict, Wait};
 use crate::reconcile::api::ApiError;
 use crate::reconcile::error::Error;
+use crate::reconcile::outputs::{self, Prepared};
 use crate::reconcile::{accounts, api, build, pod, validate};
+use crate::status::Refusal;
 
 /// What `start` did.
 pub enum Admission {
@@ -32,9 +34,9 @@ pub enum Admission {
     /// The Task waits for a slot.
     Wait(Wait),
     /// The Task cannot start as its spec says (the API server refused its
-    /// Job for its content, or its account may not be a worker account);
-    /// why, for the status message.
-    Refused(String),
+    /// Job for its content, its account may not be a worker account, or
+    /// its output store is unavailable); why, for its status.
+    Refused(Refusal),
 }
 
 /// `Started`, or `Refused` when the API server refused the Job for its
@@ -43,12 +45,30 @@ fn created(res: Result<Job, ApiError>) -> Result<Admission, Error> {
     match res {
         Ok(j) => Ok(Admission::Started(Box::new(j))),
         Err(e) => match e.job_refused() {
-            Some(why) => Ok(Admission::Refused(format!(
+            Some(why) => Ok(Admission::Refused(Refusal::invalid(format!(
                 "the API server refused the Task's Job: {why}"
-            ))),
+            )))),
             None => Err(e.into()),
         },
     }
+}
+
+/// Makes the Job of `task`, with its outputs Secret first when an output
+/// store applies: `Refused` (OutputStoreUnavailable) when the store it
+/// names cannot be used.
+async fn make_job(ctx: &Context, task: &Task) -> Result<Admission, Error> {
+    let store = match outputs::prepare(ctx, task).await? {
+        Prepared::None => None,
+        Prepared::Store(name) => Some(name),
+        Prepared::Unavailable(message) => {
+            return Ok(Admission::Refused(Refusal {
+                reason: Reason::OutputStoreUnavailable,
+                message,
+            }));
+        }
+    };
+    let built = build::job_with_outputs(task, &ctx.config.worker_image, store.as_deref())?;
+    created(api::create_job(ctx, &built).await)
 }
 
 /// True when a cap applies to Tasks of `namespace`.
@@ -110,10 +130,9 @@ pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
     let own_limit = namespace_limit(ctx, id.namespace).await?;
     if ctx.queue.global.is_none() && own_limit.is_none() {
         if let Err(why) = accounts::admit(ctx, id.namespace, pod::worker_account(task)).await? {
-            return Ok(Admission::Refused(why));
+            return Ok(Admission::Refused(Refusal::invalid(why)));
         }
-        let built = build::job(task, &ctx.config.worker_image)?;
-        return created(api::create_job(ctx, &built).await);
+        return make_job(ctx, task).await;
     }
     let store = ctx.queue.tasks().ok_or(Error::QueueNotReady)?;
     let mut limits = cached_limits(ctx);
@@ -131,11 +150,8 @@ pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
         Verdict::Wait(w) => Ok(Admission::Wait(w)),
         Verdict::Active => match api::get_job(ctx, id.namespace, id.name).await? {
             Some(j) => Ok(Admission::Started(Box::new(j))),
-            None => {
-                // Recorded as started but gone: the status logic reports it.
-                let built = build::job(task, &ctx.config.worker_image)?;
-                created(api::create_job(ctx, &built).await)
-            }
+            // Recorded as started but gone: the status logic reports it.
+            None => make_job(ctx, task).await,
         },
         Verdict::Start => start_all(ctx, store, &plan, Some(task))
             .await?
@@ -293,10 +309,8 @@ async fn start_all(
             }
         };
         let admission = match allowed {
-            Ok(()) => {
-                created(api::create_job(ctx, &build::job(t, &ctx.config.worker_image)?).await)?
-            }
-            Err(why) => Admission::Refused(why),
+            Ok(()) => make_job(ctx, t).await?,
+            Err(why) => Admission::Refused(Refusal::invalid(why)),
         };
         if matches!(admission, Admission::Refused(_)) {
             info!(task = %t.name_any(), namespace = %ns, "its Job was refused; it fails when reconciled");

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use crds::names::{self, API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
+use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, Secret};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams, Preconditions,
@@ -162,6 +163,33 @@ pub enum ApiError {
     },
     #[error("cannot delete finished Task {namespace}/{name}")]
     DeleteTask {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get namespace {name} for its output store label")]
+    GetNamespaceLabels {
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot get the output store credentials Secret {namespace}/{name}")]
+    GetCredentials {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot create the outputs Secret {namespace}/{name}")]
+    CreateOutputsSecret {
+        namespace: String,
+        name: String,
+        #[source]
+        source: CallError,
+    },
+    #[error("cannot replace the data of the outputs Secret {namespace}/{name}")]
+    PatchOutputsSecret {
         namespace: String,
         name: String,
         #[source]
@@ -495,6 +523,97 @@ pub async fn namespace_annotations(
             name: name.to_owned(),
             source,
         })
+}
+
+/// The labels of namespace `name` (absent namespace: none).
+pub async fn namespace_labels(
+    ctx: &Context,
+    name: &str,
+) -> Result<Option<std::collections::BTreeMap<String, String>>, ApiError> {
+    let api: Api<Namespace> = Api::all(ctx.client.clone());
+    call(ctx, "get", api.get_metadata_opt(name))
+        .await
+        .map(|ns| ns.map(|n| n.metadata.labels.unwrap_or_default()))
+        .map_err(|source| ApiError::GetNamespaceLabels {
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// The data of the Secret `namespace/name` (an output store's
+/// credentials, in the operator's namespace); `None` when it is absent.
+pub async fn secret_data(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<std::collections::BTreeMap<String, ByteString>>, ApiError> {
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), namespace);
+    call(ctx, "get", api.get_opt(name))
+        .await
+        .map(|s| s.map(|s| s.data.unwrap_or_default()))
+        .map_err(|source| ApiError::GetCredentials {
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+            source,
+        })
+}
+
+/// Creates the outputs Secret `secret` of the Task with UID `task_uid`,
+/// or, when it exists, replaces its data with `secret`'s, by a JSON patch
+/// whose first operation tests that its controller is that Task: the
+/// operator may not read Secrets, and never changes one that is not the
+/// Task's own. `Ok(Err(why))` when a Secret of that name is someone
+/// else's.
+pub async fn put_outputs_secret(
+    ctx: &Context,
+    secret: &Secret,
+    task_uid: &str,
+) -> Result<Result<(), String>, ApiError> {
+    let namespace = secret.namespace().unwrap_or_default();
+    let name = secret.name_any();
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &namespace);
+    match call(ctx, "create", api.create(&PostParams::default(), secret)).await {
+        Ok(_) => Ok(Ok(())),
+        Err(e) if e.code() == Some(409) => replace_outputs_data(ctx, &api, secret, task_uid).await,
+        Err(source) => Err(ApiError::CreateOutputsSecret {
+            namespace,
+            name,
+            source,
+        }),
+    }
+}
+
+/// The second half of [`put_outputs_secret`]: the Secret exists.
+async fn replace_outputs_data(
+    ctx: &Context,
+    api: &Api<Secret>,
+    secret: &Secret,
+    task_uid: &str,
+) -> Result<Result<(), String>, ApiError> {
+    let namespace = secret.namespace().unwrap_or_default();
+    let name = secret.name_any();
+    let err = |source| ApiError::PatchOutputsSecret {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        source,
+    };
+    let patch: json_patch::Patch = serde_json::from_value(serde_json::json!([
+        { "op": "test", "path": "/metadata/ownerReferences/0/uid", "value": task_uid },
+        { "op": "test", "path": "/metadata/ownerReferences/0/controller", "value": true },
+        { "op": "replace", "path": "/data", "value": secret.data },
+    ]))
+    .map_err(|e| err(CallError::Kube(kube::Error::SerdeError(e))))?;
+    let params = PatchParams::default();
+    let patch = Patch::<()>::Json(patch);
+    match call(ctx, "patch", api.patch(&name, &params, &patch)).await {
+        Ok(_) => Ok(Ok(())),
+        // A failed test (or no owner at all): not this Task's Secret.
+        Err(e) if e.code() == Some(422) => Ok(Err(format!(
+            "a Secret {namespace}/{name} exists and is not this Task's; delete it, and \
+             create the Task again"
+        ))),
+        Err(source) => Err(err(source)),
+    }
 }
 
 /// Pods controlled by `job` (found by the Task UID label, fenced by Job UID).

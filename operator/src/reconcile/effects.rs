@@ -1,6 +1,7 @@
 //! The side effects a reconcile has besides its status write, in one
 //! place: the ones done before the write (a Warning Event for a result
-//! not accepted, suspending a Job the new status ends) and the ones after
+//! not accepted, the download URLs of a Task that ends with outputs,
+//! suspending a Job the new status ends) and the ones after
 //! it (a Task that ended frees its slot for the queued ones, and its
 //! worker account if no other Task needs it).
 
@@ -13,7 +14,7 @@ use crate::call::Chain;
 use crate::context::{ADMITTED_GRACE, Context};
 use crate::reconcile::error::Error;
 use crate::reconcile::read::Seen;
-use crate::reconcile::{accounts, admit, api};
+use crate::reconcile::{accounts, admit, api, downloads};
 use crate::status::kueue::Stop;
 use crate::status::{self, Desired, events};
 
@@ -23,11 +24,13 @@ pub async fn before_write(
     ctx: &Context,
     task: &Task,
     seen: &Seen,
-    desired: &Desired,
+    desired: &mut Desired,
 ) -> Result<(), Error> {
     if let Some(note) = foreign_results(&seen.refusals) {
         api::publish(ctx, task, vec![note]);
     }
+    // The URLs first, so that the status write shows their Secret.
+    downloads::at_end(ctx, task, seen, desired).await?;
     let Some(j) = seen.job.as_ref() else {
         return Ok(());
     };

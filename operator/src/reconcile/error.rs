@@ -13,6 +13,8 @@ pub enum Error {
     Build(#[from] BuildError),
     #[error("the Task cache is not ready yet; cannot place the Task in the queue")]
     QueueNotReady,
+    #[error("the OutputStore cache is not ready yet; cannot tell which store the Task uses")]
+    StoresNotReady,
 }
 
 impl Error {
@@ -30,7 +32,7 @@ impl Error {
             Self::Build(_) => true,
             // Normally a status (InvalidSpec) instead of an error; never retried.
             Self::Api(e) => e.job_refused().is_some(),
-            Self::QueueNotReady => false,
+            Self::QueueNotReady | Self::StoresNotReady => false,
         }
     }
 }

@@ -20,9 +20,11 @@ pub mod admit;
 pub mod api;
 pub mod apply_json;
 pub mod build;
+pub mod downloads;
 mod effects;
 pub mod error;
 pub mod identity;
+pub mod outputs;
 pub mod plan;
 pub mod pod;
 pub mod read;
@@ -103,8 +105,8 @@ async fn run(task: &Task, ctx: &Arc<Context>) -> Result<Action, Error> {
                     .result
                     .as_ref()
                     .and_then(|r| r.metadata.resource_version.clone());
-                let desired = status::desired(task, &seen.observed(now));
-                effects::before_write(ctx, task, &seen, &desired).await?;
+                let mut desired = status::desired(task, &seen.observed(now));
+                effects::before_write(ctx, task, &seen, &mut desired).await?;
                 desired
             }
         },
@@ -147,11 +149,16 @@ async fn settle(ctx: &Context, task: &Task, now: Time) -> Result<Action, Error> 
         }
     }
     // Retention: deleted now, or looked at again when its time comes.
-    match retain::finished(ctx, task, &now).await? {
-        retain::Kept::Deleted => Ok(Action::await_change()),
+    let wake = match retain::finished(ctx, task, &now).await? {
+        retain::Kept::Deleted => return Ok(Action::await_change()),
+        retain::Kept::Until(wake) => wake,
+    };
+    // Its outputs' download URLs are signed again every six days.
+    let renew = downloads::renew(ctx, task, now.0).await?;
+    match wake.into_iter().chain(renew).min() {
         // A second late rather than early: the time has passed by then.
-        retain::Kept::Until(Some(wake)) => Ok(Action::requeue(wake + Duration::from_secs(1))),
-        retain::Kept::Until(None) => {
+        Some(wake) => Ok(Action::requeue(wake + Duration::from_secs(1))),
+        None => {
             debug!("terminal; nothing to do");
             Ok(Action::await_change())
         }

@@ -16,7 +16,7 @@ use crate::reconcile::admit::{self, Admission};
 use crate::reconcile::build::Identity;
 use crate::reconcile::error::Error;
 use crate::reconcile::plan::{self, Find};
-use crate::reconcile::{api, shard_reads, writers};
+use crate::reconcile::{api, outputs, shard_reads, writers};
 use crate::status::kueue;
 use crate::status::observe::{self, Observed, Ownership};
 
@@ -26,8 +26,9 @@ pub enum Found {
     Job(Option<Box<Job>>),
     /// The Task waits for a slot.
     Wait(Wait),
-    /// The API server refused to create the Job for its content; its message.
-    Refused(String),
+    /// The Task cannot start (the API server refused to create the Job
+    /// for its content, or its output store is unavailable): why.
+    Refused(crate::status::Refusal),
 }
 
 /// Finds the Task's Job, or starts it when the Task may start.
@@ -167,7 +168,7 @@ pub async fn cluster(
         refused: None,
         shards: Vec::new(),
         refusals: Vec::new(),
-        outputs: None,
+        outputs: reads.fence.and(outputs::target(ctx, task, job.as_ref())),
     };
     if let Some(job_uid) = reads.fence {
         vet(ctx, id, job_uid, &mut seen, shards).await?;

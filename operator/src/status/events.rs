@@ -39,6 +39,9 @@ pub enum EventReason {
     JobOwnedByOther,
     /// A result ConfigMap not written by this Task's current Job was ignored.
     ForeignResult,
+    /// A finished Task's download URLs could not be signed or written
+    /// (its store or credentials unavailable, its Secret someone else's).
+    OutputsNotDownloadable,
 }
 
 impl EventReason {
@@ -63,6 +66,7 @@ pub mod reason {
     pub const DELETED: EventReason = EventReason::Deleted;
     pub const JOB_OWNED_BY_OTHER: EventReason = EventReason::JobOwnedByOther;
     pub const FOREIGN_RESULT: EventReason = EventReason::ForeignResult;
+    pub const OUTPUTS_NOT_DOWNLOADABLE: EventReason = EventReason::OutputsNotDownloadable;
 }
 
 /// The Events for going from `prev` to `next`; none when nothing changed.

@@ -174,22 +174,47 @@ pub fn settled(task: &Task, now: Time) -> Option<TaskStatus> {
 
 /// The status of a Task whose spec is invalid: Failed, reason InvalidSpec.
 pub fn invalid(task: &Task, message: String, now: Time) -> Desired {
+    refused(
+        task,
+        &Refusal {
+            reason: Reason::InvalidSpec,
+            message,
+        },
+        now,
+    )
+}
+
+/// Why a Task cannot start as its spec says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    /// InvalidSpec (the API server refused its Job for its content, or its
+    /// account may not be a worker account) or OutputStoreUnavailable.
+    pub reason: Reason,
+    pub message: String,
+}
+
+impl Refusal {
+    /// A spec the cluster refuses.
+    pub fn invalid(message: String) -> Refusal {
+        Refusal {
+            reason: Reason::InvalidSpec,
+            message,
+        }
+    }
+}
+
+/// The status of a Task that cannot start: Failed, for `why`, before its
+/// program ran.
+pub fn refused(task: &Task, why: &Refusal, now: Time) -> Desired {
     let prev = task.status.clone().unwrap_or_default();
     let facts = Facts {
         phase: Some(Phase::Failed),
-        reason: Some(Reason::InvalidSpec),
-        message: Some(message),
+        reason: Some(why.reason),
+        message: Some(why.message.clone()),
         completed_at: Some(prev.completed_at.clone().unwrap_or_else(|| now.clone())),
         ..carry(&prev)
     };
     assemble(task, &prev, facts, now)
-}
-
-/// The status of a Task that cannot start as its spec says (`why`: the
-/// API server refused its Job for its content, or its account may not be
-/// a worker account): Failed, reason InvalidSpec.
-pub fn refused(task: &Task, why: &str, now: Time) -> Desired {
-    invalid(task, why.to_owned(), now)
 }
 
 /// The Task's recorded Job vanished or was replaced (`how`): it ends from

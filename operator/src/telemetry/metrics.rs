@@ -84,6 +84,17 @@ struct RuleLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TriggerLabels {
+    trigger: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StoreErrorLabels {
+    operation: &'static str,
+    category: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct PhaseLabels {
     phase: &'static str,
 }
@@ -189,6 +200,9 @@ pub struct Metrics {
     started: Seconds,
     cron_lag: Histogram,
     cron_runs: Family<CronLabels, Counter>,
+    orphaned: Family<NoLabels, Gauge>,
+    objects_deleted: Family<TriggerLabels, Counter>,
+    store_errors: Family<StoreErrorLabels, Counter>,
     store: Mutex<Option<Store<Task>>>,
     ready: AtomicBool,
 }
@@ -227,6 +241,9 @@ impl Metrics {
             started: Seconds::default(),
             cron_lag: Histogram::new(exponential_buckets(0.05, 2.0, 14)),
             cron_runs: Family::default(),
+            orphaned: Family::default(),
+            objects_deleted: Family::default(),
+            store_errors: Family::default(),
             store: Mutex::new(None),
             ready: AtomicBool::new(false),
             registry: Registry::default(),
@@ -401,6 +418,30 @@ impl Metrics {
             &["outcome"],
             &m.cron_runs,
         );
+        reg(
+            r,
+            &mut docs,
+            "output_prefixes_orphaned",
+            "Task prefixes in output stores whose Task is gone, found by the last sweep and not deleted yet (leader only)",
+            &[],
+            &m.orphaned,
+        );
+        reg(
+            r,
+            &mut docs,
+            "output_objects_deleted",
+            "Objects deleted from output stores, by trigger (task_deleted: a Task's delete; sweep: found orphaned)",
+            &["trigger"],
+            &m.objects_deleted,
+        );
+        reg(
+            r,
+            &mut docs,
+            "output_store_errors",
+            "Failed requests to output stores (and reads of their credentials), by operation (credentials, list, delete) and category (the Output* reason it stands for)",
+            &["operation", "category"],
+            &m.store_errors,
+        );
         for phase in transitions::PHASES {
             let _ = m.tasks.get_or_create(&PhaseLabels { phase });
         }
@@ -464,6 +505,31 @@ impl Metrics {
                     .inc_by(n);
             }
         }
+    }
+
+    /// The last sweep left `n` orphaned Task prefixes not deleted.
+    pub fn set_orphaned(&self, n: usize) {
+        self.orphaned
+            .get_or_create(&[])
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+
+    /// `n` objects were deleted from an output store for `trigger`.
+    pub fn objects_deleted(&self, trigger: &'static str, n: u64) {
+        self.objects_deleted
+            .get_or_create(&TriggerLabels { trigger })
+            .inc_by(n);
+    }
+
+    /// A request of `operation` to an output store failed (`category`: a
+    /// reason of the fixed vocabulary).
+    pub fn store_error(&self, operation: &'static str, category: &'static str) {
+        self.store_errors
+            .get_or_create(&StoreErrorLabels {
+                operation,
+                category,
+            })
+            .inc();
     }
 
     pub fn event_published(&self, reason: &'static str) {

@@ -90,23 +90,31 @@ fn uids_no_task_has_are_orphans() {
 #[test]
 fn orphans_wait_one_sweep() {
     let mut s = Suspects::default();
-    let found = |v: &[&str]| {
-        v.iter()
-            .map(|p| (*p).to_owned())
-            .collect::<BTreeSet<String>>()
-    };
+    let f = |store: &str, p: &str| (store.to_owned(), p.to_owned());
+    let found = |v: &[(&str, &str)]| v.iter().map(|(s, p)| f(s, p)).collect::<BTreeSet<_>>();
     let all = |_: &str| true;
-    assert!(s.confirm(found(&["a/1/", "a/2/"]), all).is_empty());
+    assert!(
+        s.confirm(found(&[("a", "1/"), ("a", "2/")]), all)
+            .is_empty()
+    );
     assert_eq!(s.len(), 2);
     // 2 went meanwhile (its Task's delete), 3 is new.
-    assert_eq!(s.confirm(found(&["a/1/", "a/3/"]), all), ["a/1/"]);
+    assert_eq!(
+        s.confirm(found(&[("a", "1/"), ("a", "3/")]), all),
+        [f("a", "1/")]
+    );
     assert_eq!(s.len(), 1, "3 waits");
     // Store b could not be listed: its suspect stays.
-    s.keep("b/9/".into());
-    let only_a = |p: &str| p.starts_with("a/");
-    assert_eq!(s.confirm(found(&["a/3/"]), only_a), ["a/3/"]);
-    assert_eq!(s.len(), 1, "b/9/ still waits");
-    assert!(s.confirm(found(&["b/9/"]), all) == ["b/9/"] && s.is_empty());
+    s.keep(f("b", "1/"));
+    let only_a = |store: &str| store == "a";
+    assert_eq!(s.confirm(found(&[("a", "3/")]), only_a), [f("a", "3/")]);
+    assert_eq!(s.len(), 1, "b's still waits");
+    // The same prefix in two stores is two prefixes.
+    assert_eq!(
+        s.confirm(found(&[("b", "1/"), ("a", "1/")]), all),
+        [f("b", "1/")]
+    );
+    assert_eq!(s.len(), 1);
 }
 
 #[test]

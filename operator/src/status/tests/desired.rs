@@ -124,7 +124,7 @@ fn refused_job_fails_with_the_server_message_once() {
     let queued = queued(&Task::test(), &wait, at(3)).status;
     for prev in [None, Some(queued)] {
         let t = Task::test().status(prev.clone());
-        let d = refused(&t, server, at(5));
+        let d = refused(&t, &Refusal::invalid(server.into()), at(5));
         let s = &d.status;
         assert_eq!(s.phase, Some(crds::Phase::Failed));
         assert_eq!(s.reason.as_deref(), Some(reasons::INVALID_SPEC));
@@ -148,7 +148,12 @@ fn refused_job_fails_with_the_server_message_once() {
         assert!(crate::status::events::transitions(Some(s), s).is_empty());
         assert!(!needs_patch(
             Some(s),
-            &refused(&Task::test().status(s.clone()), server, at(9)).status
+            &refused(
+                &Task::test().status(s.clone()),
+                &Refusal::invalid(server.into()),
+                at(9)
+            )
+            .status
         ));
     }
 }
