@@ -111,7 +111,7 @@ fn assert_same(chart: Objects, kustomize: Objects) {
 fn default_render_is_kustomize_manifests() {
     let chart = render("longtask-system", &[]);
     let kust = kustomize("manifests");
-    assert_eq!(chart.len(), 21, "objects rendered");
+    assert_eq!(chart.len(), 26, "objects rendered");
     assert_same(
         compare::chart(chart, "longtask-system", true),
         compare::kustomize(kust, true),
@@ -292,7 +292,7 @@ fn crds_enabled_and_keep() {
             .collect()
     };
     let keep = crds(&render("longtask-system", &[]));
-    assert_eq!(keep.len(), 2);
+    assert_eq!(keep.len(), 3);
     for c in &keep {
         assert_eq!(
             c["metadata"]["annotations"]["helm.sh/resource-policy"], "keep",
@@ -301,7 +301,7 @@ fn crds_enabled_and_keep() {
         );
     }
     let no_keep = crds(&render("longtask-system", &["--set", "crds.keep=false"]));
-    assert_eq!(no_keep.len(), 2);
+    assert_eq!(no_keep.len(), 3);
     assert!(
         no_keep
             .iter()
@@ -429,6 +429,10 @@ fn chart_files_are_links_to_manifests() {
     for (name, target) in [
         ("crd.yaml", "crd.yaml"),
         ("rbac.yaml", "rbac.yaml"),
+        (
+            "output-store-credentials.yaml",
+            "output-store-credentials.yaml",
+        ),
         ("worker-role.yaml", "worker-role.yaml"),
         ("serviceaccount.yaml", "serviceaccount.yaml"),
         ("worker-policy.yaml", "worker-policy.yaml"),
