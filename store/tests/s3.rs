@@ -95,7 +95,7 @@ fn pattern(len: usize) -> Vec<u8> {
 }
 
 #[tokio::test]
-async fn a_grant_writes_under_its_prefix_only_and_reads_nothing() {
+async fn a_grant_writes_under_its_prefix_only() {
     let Some((store, dir)) = store("tenancy").await else {
         return;
     };
@@ -154,12 +154,31 @@ async fn a_grant_writes_under_its_prefix_only_and_reads_nothing() {
             .as_ref(),
         b"b's"
     );
+}
 
-    // The grant is no right to read: a plain GET (or listing) is refused.
+#[tokio::test]
+async fn a_grant_reads_nothing() {
+    let Some((store, dir)) = store("reads").await else {
+        return;
+    };
+    let a = "lt/team-a/train/uid-a/";
+    let g = grant(&store.bucket(), &store.admin(), a, 1 << 20);
+    let file = write(&dir.0, "model.bin", b"weights");
+    upload_file(&http(), &g, &format!("{a}model.bin"), &file, &quick())
+        .await
+        .expect("upload");
+    store
+        .client()
+        .put("lt/team-b/t/u/x", "b's".into())
+        .await
+        .unwrap();
+    // The grant is no right to read: its holder has only the form fields,
+    // and a plain GET (or listing) without a signature is refused.
+    let bucket = store.bucket();
     for url in [
-        store.bucket().object_url(&format!("{a}model.bin")),
-        store.bucket().object_url("lt/team-b/t/u/x"),
-        format!("{}?list-type=2", store.bucket().bucket_url()),
+        bucket.object_url(&format!("{a}model.bin")),
+        bucket.object_url("lt/team-b/t/u/x"),
+        format!("{}?list-type=2", bucket.bucket_url()),
     ] {
         let status = http().get(&url).send().await.unwrap().status();
         assert_eq!(status.as_u16(), 403, "{url}");
@@ -267,36 +286,25 @@ async fn list_pages_and_delete_a_prefix() {
 }
 
 #[tokio::test]
-async fn refusals_have_their_reasons() {
-    let Some((store, dir)) = store("refusals").await else {
+async fn wrong_keys_and_expired_grants_are_access_denied() {
+    let Some((store, dir)) = store("denied").await else {
         return;
     };
     let file = write(&dir.0, "f", &pattern(5000));
-    let prefix = "lt/ns/t/u/";
-    let key = "lt/ns/t/u/f";
-
-    // Wrong keys sign the grant.
+    let (prefix, key) = ("lt/ns/t/u/", "lt/ns/t/u/f");
     let wrong = Credentials {
         secret_access_key: "not-the-secret".into(),
         ..store.admin()
     };
-    let err = upload_file(
-        &http(),
-        &grant(&store.bucket(), &wrong, prefix, 1 << 20),
-        key,
-        &file,
-        &quick(),
-    )
-    .await
-    .unwrap_err();
+    let g = grant(&store.bucket(), &wrong, prefix, 1 << 20);
+    let err = upload_file(&http(), &g, key, &file, &quick())
+        .await
+        .unwrap_err();
     assert_eq!(err.reason(), Reason::OutputAccessDenied, "{err:?}");
     let admin = longtask_store::Client::new(store.bucket(), wrong, Duration::from_secs(5)).unwrap();
-    assert_eq!(
-        admin.list(prefix, None).await.unwrap_err().reason(),
-        Reason::OutputAccessDenied
-    );
+    let err = admin.list(prefix, None).await.unwrap_err();
+    assert_eq!(err.reason(), Reason::OutputAccessDenied, "{err:?}");
 
-    // An expired grant.
     let now = Timestamp::now();
     let old = upload_grant(
         &store.bucket(),
@@ -311,32 +319,48 @@ async fn refusals_have_their_reasons() {
         .await
         .unwrap_err();
     assert_eq!(err.reason(), Reason::OutputAccessDenied, "{err:?}");
+    assert!(
+        store
+            .client()
+            .list(prefix, None)
+            .await
+            .unwrap()
+            .objects
+            .is_empty()
+    );
+}
 
-    // A bucket that does not exist.
+#[tokio::test]
+async fn a_missing_bucket_is_bucket_missing() {
+    let Some((store, dir)) = store("missing").await else {
+        return;
+    };
+    let file = write(&dir.0, "f", &pattern(5000));
     let missing = store.bucket_named("no-such-bucket");
-    let err = upload_file(
-        &http(),
-        &grant(&missing, &store.admin(), prefix, 1 << 20),
-        key,
-        &file,
-        &quick(),
-    )
-    .await
-    .unwrap_err();
+    let g = grant(&missing, &store.admin(), "lt/ns/t/u/", 1 << 20);
+    let err = upload_file(&http(), &g, "lt/ns/t/u/f", &file, &quick())
+        .await
+        .unwrap_err();
     assert_eq!(err.reason(), Reason::OutputBucketMissing, "{err:?}");
     let admin =
         longtask_store::Client::new(missing, store.admin(), Duration::from_secs(5)).unwrap();
-    assert_eq!(
-        admin.head_bucket().await.unwrap_err().reason(),
-        Reason::OutputBucketMissing
-    );
+    let err = admin.head_bucket().await.unwrap_err();
+    assert_eq!(err.reason(), Reason::OutputBucketMissing, "{err:?}");
     store
         .client()
         .head_bucket()
         .await
         .expect("the real bucket exists");
+}
 
-    // Larger than the grant: refused before sending ...
+#[tokio::test]
+async fn a_file_over_the_limit_is_quota_exceeded() {
+    let Some((store, dir)) = store("quota").await else {
+        return;
+    };
+    let file = write(&dir.0, "f", &pattern(5000));
+    let (prefix, key) = ("lt/ns/t/u/", "lt/ns/t/u/f");
+    // Refused before anything is sent ...
     let small = grant(&store.bucket(), &store.admin(), prefix, 4999);
     let err = upload_file(&http(), &small, key, &file, &quick())
         .await
