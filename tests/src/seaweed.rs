@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use longtask_store::{Bucket, Client, Credentials};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
 
 /// The bucket every instance creates.
 pub const BUCKET: &str = "longtask-outputs";
@@ -153,11 +155,12 @@ impl Seaweed {
     /// connections refused.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill")
-                .arg("-KILL")
-                .arg(format!("-{}", child.id()))
-                .stderr(Stdio::null())
-                .status();
+            // killpg(2) itself: procps-ng 4.0.2's kill(1) reads
+            // `kill -KILL -<pgid>` (without `--`) as kill(-1), every
+            // process the caller may signal.
+            if let Ok(pgid) = i32::try_from(child.id()) {
+                let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+            }
             let _ = child.kill();
             let _ = child.wait();
         }
