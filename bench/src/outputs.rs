@@ -88,7 +88,7 @@ async fn run(cli: Cli) -> Result<()> {
     std::fs::create_dir_all(dir.join("src/small"))?;
     println!("load average before: {}", load_average());
     let store = Seaweed::start(&dir.join("seaweed")).await?;
-    let http = longtask_store::http_client(Duration::from_secs(60))?;
+    let http = longtask_store::upload_client(Duration::from_secs(60))?;
     let bench = Bench {
         store,
         http,

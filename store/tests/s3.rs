@@ -68,7 +68,7 @@ fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 }
 
 fn http() -> reqwest::Client {
-    longtask_store::http_client(Duration::from_secs(10)).expect("http client")
+    longtask_store::upload_client(Duration::from_secs(10)).expect("http client")
 }
 
 fn quick() -> UploadOptions {
@@ -205,7 +205,7 @@ async fn presigned_download_is_byte_exact_and_checked() {
     let dest = dir.0.join("out.bin");
     let mut seen = 0;
     download(
-        &http(),
+        &longtask_store::http_client(Duration::from_secs(10)).unwrap(),
         &url,
         &dest,
         bytes.len() as u64,

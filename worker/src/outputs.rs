@@ -29,8 +29,9 @@ use crate::{chain, say};
 /// Files uploaded at once: enough to make 1,000 small files quick, few
 /// enough to keep memory bounded (each holds one chunk in flight).
 const CONCURRENCY: usize = 8;
-/// Connect and read timeout of the upload client.
-const HTTP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connect timeout of the upload client (each attempt is bounded by
+/// `UploadOptions`).
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Most bytes the report may take in the result ConfigMap (1 MiB in all):
 /// what is left beside it goes to the inline result, the message, the log
 /// tail and progress.
@@ -208,7 +209,7 @@ impl Plan {
         grant: &UploadGrant,
         found: Vec<Found>,
     ) -> (Vec<UploadedFile>, Option<OutputsError>) {
-        let http = match longtask_store::http_client(HTTP_TIMEOUT) {
+        let http = match longtask_store::upload_client(CONNECT_TIMEOUT) {
             Ok(h) => h,
             Err(e) => return (Vec::new(), Some(OutputsError::Http(e))),
         };
