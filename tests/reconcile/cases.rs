@@ -24,7 +24,7 @@ use longtask_operator::telemetry::events::Recorder;
 use longtask_operator::telemetry::metrics::Metrics;
 
 /// A Context as the operator's main builds one, with the test's client.
-fn context(client: &Client) -> Arc<Context> {
+pub(crate) fn context(client: &Client) -> Arc<Context> {
     let reporter = Reporter {
         controller: "longtask-reconcile-test".to_owned(),
         instance: None,
@@ -53,7 +53,7 @@ async fn create_task(api: &Api<Task>, name: &str) -> Result<Task> {
     Ok(api.create(&PostParams::default(), &task).await?)
 }
 
-async fn reconcile(task: &Task, ctx: &Arc<Context>) -> Result<Action> {
+pub(crate) async fn reconcile(task: &Task, ctx: &Arc<Context>) -> Result<Action> {
     reconcile::reconcile(Arc::new(task.clone()), ctx.clone())
         .await
         .map_err(|e| anyhow::anyhow!("reconcile: {}", longtask_operator::call::Chain(&e)))

@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod cases;
+mod outputs;
 
 use longtask_e2e::case;
 use longtask_e2e::runner::{self, Case, Install, Runtime, Shape};
@@ -28,6 +29,21 @@ static ALL: &[Case] = &[
         queued_task_starts_when_a_slot_frees,
         false,
         cases::queued_task_starts_when_a_slot_frees
+    ),
+    case!(
+        outputs_grant_before_the_job,
+        false,
+        outputs::outputs_grant_before_the_job
+    ),
+    case!(
+        unavailable_stores_fail_before_the_run,
+        false,
+        outputs::unavailable_stores_fail_before_the_run
+    ),
+    case!(
+        outputs_listed_and_downloadable,
+        false,
+        outputs::outputs_listed_and_downloadable
     ),
     // Removes the CRD for a moment: alone, after the others.
     case!(
