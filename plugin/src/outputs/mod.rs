@@ -6,7 +6,9 @@
 //! `select` decides what goes where (pure), `grant` reads the Secret, and
 //! every byte is checked against the size and digest of `status.outputs`.
 
+pub mod checked;
 pub mod grant;
+pub mod progress;
 pub mod select;
 
 use std::path::PathBuf;
@@ -116,6 +118,30 @@ pub enum Error {
         namespace: String,
         secret: String,
         file: String,
+    },
+    #[error("status.outputs lists output {file:?} with digest {digest:?}, not sha256:<hex>")]
+    BadDigest { file: String, digest: String },
+    #[error(
+        "output {file:?} is not what the Task uploaded: the store sent {actual} bytes, but status.outputs lists {expected}"
+    )]
+    SizeMismatch {
+        file: String,
+        expected: u64,
+        actual: String,
+    },
+    #[error(
+        "output {file:?} is not what the Task uploaded: its sha256 is {actual}, but status.outputs lists {expected}"
+    )]
+    DigestMismatch {
+        file: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("the download of output {file:?} broke off: {source}")]
+    Transfer {
+        file: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
     },
     #[error("cannot write {}: {source}", path.display())]
     Write {
