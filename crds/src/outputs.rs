@@ -27,8 +27,8 @@ use serde::{Deserialize, Serialize};
 
 /// Where Tasks' outputs go: an S3-compatible bucket, and which namespaces
 /// may use it. Cluster-scoped: only cluster admins make or change stores.
-// Clippy reads the printcolumns' equal `type_ = "string"` as one attribute
-// given twice; they are separate columns.
+// clippy reads the repeated `type_ = "string"` of the printer columns as
+// duplicated attributes.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
