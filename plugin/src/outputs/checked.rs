@@ -13,7 +13,7 @@ use ring::digest::{Context, SHA256};
 use super::Error;
 
 /// The hex of a `sha256:<hex>` digest, as `status.outputs` writes it.
-pub fn sha256_hex<'a>(file: &'a OutputFile) -> Result<&'a str, Error> {
+pub fn sha256_hex(file: &OutputFile) -> Result<&str, Error> {
     file.digest
         .strip_prefix("sha256:")
         .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))

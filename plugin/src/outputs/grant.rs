@@ -56,7 +56,7 @@ fn refused(task: &str, namespace: &str, secret: &str, e: kube::Error) -> Error {
         _ => Error::SecretRead {
             namespace: namespace.to_owned(),
             secret: secret.to_owned(),
-            source: e,
+            source: Box::new(e),
         },
     }
 }

@@ -7,6 +7,7 @@
 //! every byte is checked against the size and digest of `status.outputs`.
 
 pub mod checked;
+pub mod fetch;
 pub mod grant;
 pub mod progress;
 pub mod select;
@@ -78,7 +79,7 @@ pub enum Error {
         namespace: String,
         secret: String,
         #[source]
-        source: kube::Error,
+        source: Box<kube::Error>,
     },
     #[error(
         "the Secret {namespace}/{secret} holds no {key} yet: the operator writes the download links there once task {task} has finished"
@@ -143,6 +144,29 @@ pub enum Error {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    #[error("cannot make the HTTP client for the output store: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    #[error("cannot get output {file:?} from the output store: {source}")]
+    Fetch {
+        file: String,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("the output store refused output {file:?}: HTTP {status}: {why}")]
+    StoreRefused {
+        file: String,
+        status: u16,
+        why: String,
+    },
+    #[error("cannot download output {file:?} to {}: {source}", dest.display())]
+    Download {
+        file: String,
+        dest: PathBuf,
+        #[source]
+        source: Box<longtask_store::DownloadError>,
+    },
+    #[error("{} is not a directory: task {task} has output files, so -o names the directory they go into", path.display())]
+    NotADirectory { task: String, path: PathBuf },
     #[error("cannot write {}: {source}", path.display())]
     Write {
         path: PathBuf,
