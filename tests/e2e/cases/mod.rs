@@ -13,6 +13,7 @@ mod hardening;
 mod invalid_spec;
 mod observe;
 mod plugin;
+mod plugin_outputs;
 mod postmortem;
 mod rbac;
 mod restart;
@@ -286,6 +287,16 @@ pub static ALL: &[Case] = &[
         plugin::plugin_delete_finished_keep
     ),
     case!(plugin_missing_task, false, plugin::plugin_missing_task),
+    case!(
+        plugin_result_downloads_outputs,
+        false,
+        plugin_outputs::plugin_result_downloads_outputs
+    ),
+    case!(
+        plugin_result_refuses_bad_outputs,
+        false,
+        plugin_outputs::plugin_result_refuses_bad_outputs
+    ),
     case!(
         image_pull_failure_visible,
         true,
