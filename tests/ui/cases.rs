@@ -143,7 +143,7 @@ pub(crate) fn browser() -> Result<Browser> {
     Browser::start(&root().join("target/ui-browsers"))
 }
 
-fn screenshot(b: &Browser, name: &str) -> Result<PathBuf> {
+pub(crate) fn screenshot(b: &Browser, name: &str) -> Result<PathBuf> {
     let path = root().join("target/ui-screenshots").join(name);
     b.screenshot(&path)?;
     println!("screenshot: {}", path.display());

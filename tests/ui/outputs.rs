@@ -15,7 +15,7 @@ use longtask_e2e::objects::{Objects, give_outputs};
 use longtask_e2e::{Cluster, TestNs, http, sh_task, tasks, wait};
 use serde_json::Value;
 
-use crate::cases::{MINUTE, Served, browser, open_task, serve};
+use crate::cases::{MINUTE, Served, browser, open_task, screenshot, serve};
 
 fn bytes(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
@@ -91,6 +91,15 @@ pub async fn ui_outputs_download_checked(_c: Arc<Cluster>, ns: TestNs) -> Result
 
     let ui = serve(&ns, &[]).await?;
     let b = browser()?;
+    listed_and_saved(&b, &ui, &ns, &model).await?;
+    wrong_bytes_fail(&b, &ui).await?;
+    expired_told(&b, &ui, &ns).await?;
+    one_time_links(&ui, &ns, &model)
+}
+
+/// The list's Outputs column, the page's outputs, and Download saving
+/// the exact bytes.
+async fn listed_and_saved(b: &Browser, ui: &Served, ns: &TestNs, model: &[u8]) -> Result<()> {
     b.goto(&ui.url)?;
     let cell = format!(
         "const c = document.querySelector('tr[data-key=\"{}/train\"] td.outputs'); return c && c.textContent",
@@ -100,15 +109,16 @@ pub async fn ui_outputs_download_checked(_c: Arc<Cluster>, ns: TestNs) -> Result
         .until(Duration::from_secs(30), "the Outputs column", &cell)
         .await?;
     ensure!(size == "2 files, 4.0Mi", "the list shows {size}");
-    open_task(&b, &ui, &ns, "train")?;
+    open_task(b, ui, ns, "train")?;
     b.until(
         Duration::from_secs(30),
         "two outputs listed",
         "return document.querySelectorAll('#outputs tbody tr').length === 2",
     )
     .await?;
-    let said = click_download(&b, "model.bin").await?;
+    let said = click_download(b, "model.bin").await?;
     ensure!(said.starts_with("started"), "the page said {said:?}");
+    screenshot(b, "ui-outputs.png")?;
     let got = saved(&b.downloads(), "model.bin").await?;
     ensure!(
         got == model,
@@ -116,8 +126,13 @@ pub async fn ui_outputs_download_checked(_c: Arc<Cluster>, ns: TestNs) -> Result
         got.len(),
         model.len()
     );
+    Ok(())
+}
 
-    let said = click_download(&b, "evil.bin").await?;
+/// An object whose bytes are not the listed ones: the server stops the
+/// answer and says why, and the browser keeps no file under its name.
+async fn wrong_bytes_fail(b: &Browser, ui: &Served) -> Result<()> {
+    let said = click_download(b, "evil.bin").await?;
     ensure!(said.starts_with("started"), "the page said {said:?}");
     wait::until(MINUTE, "the server to stop the wrong download", || {
         let told = ui.proc.stderr().contains("download of output \"evil.bin\"");
@@ -139,15 +154,19 @@ pub async fn ui_outputs_download_checked(_c: Arc<Cluster>, ns: TestNs) -> Result
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    Ok(())
+}
 
-    open_task(&b, &ui, &ns, "stale")?;
+/// An expired grant is told on the page, naming the Secret.
+async fn expired_told(b: &Browser, ui: &Served, ns: &TestNs) -> Result<()> {
+    open_task(b, ui, ns, "stale")?;
     b.until(
         Duration::from_secs(30),
         "the stale Task's output listed",
         "return document.querySelectorAll('#outputs tbody tr').length === 1",
     )
     .await?;
-    let said = click_download(&b, "model.bin").await?;
+    let said = click_download(b, "model.bin").await?;
     let secret = format!("{}/stale-outputs", ns.name);
     ensure!(
         said.contains(&format!(
@@ -155,7 +174,7 @@ pub async fn ui_outputs_download_checked(_c: Arc<Cluster>, ns: TestNs) -> Result
         )),
         "the page said {said:?}"
     );
-    one_time_links(&ui, &ns, &model)
+    Ok(())
 }
 
 /// On the wire: a ticket needs the token's header; its link works once,

@@ -203,6 +203,45 @@ pub fn disposition(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fixtures::output;
+
+    fn answer() -> reqwest::Response {
+        reqwest::Response::from(axum::http::Response::new(reqwest::Body::from("x")))
+    }
+
+    #[test]
+    fn a_ticket_works_once_and_not_for_long() {
+        let tickets = Tickets::default();
+        let t = tickets
+            .issue("ns/t".into(), output("a", b"x"), answer())
+            .expect("issued");
+        assert_eq!(t.len(), 64);
+        assert!(tickets.redeem("nope").is_none());
+        assert!(tickets.redeem(&t).is_some_and(|t| t.file.name == "a"));
+        assert!(tickets.redeem(&t).is_none(), "a second time");
+        let old = tickets
+            .issue("ns/t".into(), output("b", b"x"), answer())
+            .expect("issued");
+        if let Some(w) = tickets.waiting.lock().expect("lock").get_mut(&old) {
+            w.made = w.made.checked_sub(LIFETIME).expect("up for over a minute");
+        }
+        assert!(tickets.redeem(&old).is_none(), "expired");
+    }
+
+    #[test]
+    fn at_most_so_many_tickets_wait() {
+        let tickets = Tickets::default();
+        let first = tickets
+            .issue("ns/t".into(), output("a", b"x"), answer())
+            .expect("issued");
+        for _ in 0..MOST {
+            tickets
+                .issue("ns/t".into(), output("a", b"x"), answer())
+                .expect("issued");
+        }
+        assert_eq!(tickets.waiting.lock().expect("lock").len(), MOST);
+        assert!(tickets.redeem(&first).is_none(), "the oldest went first");
+    }
 
     #[test]
     fn attachments_carry_a_safe_name_twice() {

@@ -103,13 +103,18 @@ pub async fn plugin_result_downloads_outputs(_c: Arc<Cluster>, ns: TestNs) -> Re
     );
     let leftovers: Vec<_> = walk(&dir)
         .into_iter()
-        .filter(|p| p.ends_with(".part"))
+        .filter(|p| p.to_string_lossy().ends_with(".part"))
         .collect();
     ensure!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    picks(&ns, &model, &a)?;
+    shows(&ns, &model)
+}
 
-    let some = scratch(&ns, "some")?;
+/// `--file` into a directory, and one `--file` to stdout.
+fn picks(ns: &TestNs, model: &[u8], a: &[u8]) -> Result<()> {
+    let some = scratch(ns, "some")?;
     let out = plugin(
-        &ns,
+        ns,
         &[
             "result",
             "train",
@@ -120,14 +125,14 @@ pub async fn plugin_result_downloads_outputs(_c: Arc<Cluster>, ns: TestNs) -> Re
         ],
     )?;
     exited(&out, 0, "--file plots/a.png")?;
-    same_file(&some.join("plots/a.png"), &a)?;
+    same_file(&some.join("plots/a.png"), a)?;
     ensure!(
         walk(&some).len() == 1,
         "more than the one file: {:?}",
         walk(&some)
     );
 
-    let one = plugin(&ns, &["result", "train", "--file", "model.bin"])?;
+    let one = plugin(ns, &["result", "train", "--file", "model.bin"])?;
     exited(&one, 0, "--file model.bin to stdout")?;
     ensure!(
         one.stdout == model,
@@ -135,20 +140,25 @@ pub async fn plugin_result_downloads_outputs(_c: Arc<Cluster>, ns: TestNs) -> Re
         one.stdout.len(),
         model.len()
     );
+    Ok(())
+}
 
-    let inline = plugin(&ns, &["result", "train"])?;
+/// Without -o the inline result, as before, and a word on the files;
+/// `get` and `describe` show them.
+fn shows(ns: &TestNs, model: &[u8]) -> Result<()> {
+    let inline = plugin(ns, &["result", "train"])?;
     exited(&inline, 0, "result train")?;
     ensure!(
         inline.stdout() == "inline\n" && inline.stderr.contains("also has output files (3 files, "),
         "the inline result, and a word on the files: {inline}"
     );
-    let get = plugin(&ns, &["get", "train"])?;
+    let get = plugin(ns, &["get", "train"])?;
     ensure!(
         get.stdout().contains("OUTPUTS") && get.stdout().contains("3 files, "),
         "{get}"
     );
-    let describe = plugin(&ns, &["describe", "train"])?;
-    let digest = longtask_e2e::objects::digest(&model);
+    let describe = plugin(ns, &["describe", "train"])?;
+    let digest = longtask_e2e::objects::digest(model);
     let listed = describe.stdout();
     let line = listed
         .lines()
@@ -194,9 +204,18 @@ pub async fn plugin_result_refuses_bad_outputs(_c: Arc<Cluster>, ns: TestNs) -> 
         &store,
         LATER,
     )?;
-    let dir = scratch(&ns, "swapped")?;
+    wrong_bytes(&ns)?;
+    climbing_name(&ns, &store).await?;
+    grants(&ns, &store, &good).await?;
+    refusals(&ns, &store).await
+}
+
+/// Bytes that are not the listed ones: nothing left in the directory,
+/// and not all of them printed.
+fn wrong_bytes(ns: &TestNs) -> Result<()> {
+    let dir = scratch(ns, "swapped")?;
     let d = dir.to_str().unwrap_or_default();
-    let out = plugin(&ns, &["result", "swapped", "-o", d])?;
+    let out = plugin(ns, &["result", "swapped", "-o", d])?;
     exited(&out, 1, "a changed object")?;
     ensure!(
         out.stderr.contains("cannot download output \"evil.bin\"") && out.stderr.contains("sha256"),
@@ -207,7 +226,7 @@ pub async fn plugin_result_refuses_bad_outputs(_c: Arc<Cluster>, ns: TestNs) -> 
         "files left after the mismatch: {:?}",
         walk(&dir)
     );
-    let out = plugin(&ns, &["result", "swapped", "--file", "evil.bin"])?;
+    let out = plugin(ns, &["result", "swapped", "--file", "evil.bin"])?;
     exited(&out, 1, "a changed object to stdout")?;
     ensure!(
         out.stderr
@@ -219,12 +238,16 @@ pub async fn plugin_result_refuses_bad_outputs(_c: Arc<Cluster>, ns: TestNs) -> 
         "all of the wrong bytes were printed: {}",
         out.stdout.len()
     );
+    Ok(())
+}
 
-    finished(&ns, "climber").await?;
-    give_outputs(&ns, "climber", &[("../../escaped", b"x")], &store, LATER)?;
-    let dir = scratch(&ns, "climber")?;
+/// A name that climbs out of the directory is refused, nothing written.
+async fn climbing_name(ns: &TestNs, store: &Objects) -> Result<()> {
+    finished(ns, "climber").await?;
+    give_outputs(ns, "climber", &[("../../escaped", b"x")], store, LATER)?;
+    let dir = scratch(ns, "climber")?;
     let out = plugin(
-        &ns,
+        ns,
         &[
             "result",
             "climber",
@@ -241,16 +264,21 @@ pub async fn plugin_result_refuses_bad_outputs(_c: Arc<Cluster>, ns: TestNs) -> 
         !dir.join("escaped").exists() && !dir.parent().unwrap_or(&dir).join("escaped").exists(),
         "written outside"
     );
+    Ok(())
+}
 
-    finished(&ns, "stale").await?;
-    give_outputs(&ns, "stale", &[("good.bin", &good)], &store, PAST)?;
+/// An expired grant and a missing Secret say which Secret, and that the
+/// operator writes and renews it.
+async fn grants(ns: &TestNs, store: &Objects, good: &[u8]) -> Result<()> {
+    finished(ns, "stale").await?;
+    give_outputs(ns, "stale", &[("good.bin", good)], store, PAST)?;
     let out = plugin(
-        &ns,
+        ns,
         &[
             "result",
             "stale",
             "-o",
-            scratch(&ns, "stale")?.to_str().unwrap_or_default(),
+            scratch(ns, "stale")?.to_str().unwrap_or_default(),
         ],
     )?;
     exited(&out, 1, "an expired grant")?;
@@ -262,10 +290,10 @@ pub async fn plugin_result_refuses_bad_outputs(_c: Arc<Cluster>, ns: TestNs) -> 
         "{out}"
     );
 
-    finished(&ns, "unsigned").await?;
-    give_outputs(&ns, "unsigned", &[("good.bin", &good)], &store, LATER)?;
+    finished(ns, "unsigned").await?;
+    give_outputs(ns, "unsigned", &[("good.bin", good)], store, LATER)?;
     ns.k(&["delete", "secret", "unsigned-outputs"])?;
-    let out = plugin(&ns, &["result", "unsigned", "--file", "good.bin"])?;
+    let out = plugin(ns, &["result", "unsigned", "--file", "good.bin"])?;
     exited(&out, 1, "no Secret")?;
     ensure!(
         out.stderr.contains(&format!(
@@ -274,7 +302,7 @@ pub async fn plugin_result_refuses_bad_outputs(_c: Arc<Cluster>, ns: TestNs) -> 
         )),
         "{out}"
     );
-    refusals(&ns, &store).await
+    Ok(())
 }
 
 /// The rest of the refusals: a user without `get` on the Secret, a Task
@@ -333,6 +361,11 @@ async fn refusals(ns: &TestNs, store: &Objects) -> Result<()> {
         ),
         "{out}"
     );
+    store_refuses(ns, store)
+}
+
+/// The store's own refusal is shown as it said it.
+fn store_refuses(ns: &TestNs, store: &Objects) -> Result<()> {
     store.refuse("good.bin", 403, "AccessDenied");
     let out = plugin(ns, &["result", "swapped", "--file", "good.bin"])?;
     exited(&out, 1, "a store that refuses")?;
