@@ -102,6 +102,31 @@ fn object_of(url: &str) -> String {
     url.split('?').next().unwrap_or_default().to_string()
 }
 
+/// The answer to a GET of `url`, if it is a success of the expected length.
+async fn get(
+    http: &reqwest::Client,
+    url: &str,
+    object: &str,
+    expect_size: u64,
+) -> Result<reqwest::Response, DownloadError> {
+    let request_failed = |source| DownloadError::Request {
+        object: object.to_owned(),
+        source,
+    };
+    let sent = http.get(url).send().await.map_err(RequestError::Send);
+    let resp = http::check(sent.map_err(request_failed)?)
+        .await
+        .map_err(request_failed)?;
+    match resp.content_length() {
+        Some(got) if got != expect_size => Err(DownloadError::Size {
+            object: object.to_owned(),
+            expected: expect_size,
+            got,
+        }),
+        _ => Ok(resp),
+    }
+}
+
 async fn fetch(
     http: &reqwest::Client,
     url: &str,
@@ -111,22 +136,12 @@ async fn fetch(
     progress: &mut (dyn FnMut(u64) + Send),
 ) -> Result<(), DownloadError> {
     let object = object_of(url);
-    let request_failed = |source| DownloadError::Request {
-        object: object.clone(),
-        source,
-    };
-    let sent = http.get(url).send().await.map_err(RequestError::Send);
-    let mut resp = http::check(sent.map_err(request_failed)?)
-        .await
-        .map_err(request_failed)?;
+    let mut resp = get(http, url, &object, expect_size).await?;
     let too_big = |got| DownloadError::Size {
         object: object.clone(),
         expected: expect_size,
         got,
     };
-    if let Some(len) = resp.content_length().filter(|&len| len != expect_size) {
-        return Err(too_big(len));
-    }
     let write_failed = |source| DownloadError::Write {
         path: part.to_path_buf(),
         source,

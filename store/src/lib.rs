@@ -41,7 +41,7 @@ pub use client::{Client, Listing, ObjectInfo, StoreError};
 pub use download::{DownloadError, download};
 pub use http::RequestError;
 pub use sign::{MAX_PRESIGN, presign_get, presign_put, upload_grant};
-pub use upload::{UploadError, UploadOptions, Uploaded, upload_file};
+pub use upload::{Change, UploadError, UploadOptions, Uploaded, upload_file};
 
 /// Installs rustls' ring crypto provider as the process default, once;
 /// later calls (or a provider another crate installed) are left alone.
@@ -50,13 +50,24 @@ pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-/// An HTTP client for uploads and downloads: connecting and each read are
-/// bounded by `timeout`, never the whole transfer (a 2 GiB upload takes
-/// longer than any sensible request timeout). Call
+/// An HTTP client for [`download`]: connecting, and each read of the
+/// answer, bounded by `timeout`, never the whole transfer. Call
 /// [`install_crypto_provider`] first.
 pub fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .connect_timeout(timeout)
         .read_timeout(timeout)
+        .build()
+}
+
+/// An HTTP client for [`upload_file`]: only connecting is bounded here.
+/// reqwest's read timeout runs from the request's start until the answer's
+/// headers, so it would cut any upload that takes longer; each attempt of
+/// [`upload_file`] is bounded by its [`UploadOptions`] instead.
+pub fn upload_client(
+    connect_timeout: std::time::Duration,
+) -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
         .build()
 }

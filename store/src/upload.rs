@@ -142,7 +142,10 @@ impl UploadError {
 
 /// Uploads the file at `path` as object `key` with `grant`: hashed first,
 /// then streamed, tried again on passing failures. A file over
-/// `grant.max_file_bytes` is refused before anything is sent.
+/// `grant.max_file_bytes` is refused before anything is sent. Give it a
+/// client without a read timeout ([`crate::upload_client`]): reqwest's
+/// would bound the whole upload; each attempt here is bounded by
+/// `request_timeout` plus the file's time at `min_bytes_per_sec`.
 pub async fn upload_file(
     http: &reqwest::Client,
     grant: &UploadGrant,

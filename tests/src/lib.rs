@@ -17,6 +17,7 @@ pub mod operator;
 pub mod procs;
 pub mod runner;
 pub mod samples;
+pub mod seaweed;
 pub mod tracks;
 pub mod wait;
 

@@ -6,11 +6,13 @@
 
 pub mod identity;
 pub mod install;
+pub mod outputs;
 pub mod paths;
 pub mod progress;
 pub mod report;
 pub mod run;
 pub mod task;
+pub mod walk;
 
 /// Prints one of the worker's own messages on stderr, never on stdout.
 pub fn say(msg: &str) {

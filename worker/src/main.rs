@@ -33,6 +33,8 @@ enum Cmd {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    // rustls' ring provider for the HTTP client of uploads (as kube's).
+    longtask_store::install_crypto_provider();
     match Cli::parse().command {
         Cmd::Run { program } => task::run_task(&program).await,
         Cmd::Install { dir } => match install::install(&dir) {

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crds::names::{self, annotations, labels};
+use crds::outputs::OutputReport;
 use crds::progress::Report;
 use crds::result::{MAX_RESULT_BYTES, Stored, TaskResult};
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -236,13 +237,15 @@ async fn bounded(
     }
 }
 
-/// Applies the final result (with the latest progress, if any), retrying
+/// Applies the final result (with the latest progress and the outputs'
+/// report, if any), retrying
 /// all but a refusal for up to [`WRITE_DEADLINE`].
 pub async fn write(
     api: Option<Api<ConfigMap>>,
     id: &Identity,
     r: &TaskResult,
     progress: Option<&Report>,
+    outputs: Option<&OutputReport>,
 ) -> Result<(), ReportError> {
     let api = match api {
         Some(a) => a,
@@ -251,6 +254,12 @@ pub async fn write(
     let mut stored = r.to_stored();
     if let Some(p) = progress {
         stored.data.extend(p.to_data());
+    }
+    if let Some(o) = outputs {
+        stored.data.insert(
+            crds::result::keys::OUTPUTS.to_owned(),
+            crate::outputs::to_json(o),
+        );
     }
     let cm = config_map(id, stored);
     let deadline = tokio::time::Instant::now() + WRITE_DEADLINE;

@@ -210,10 +210,12 @@ pub async fn run(
 }
 
 /// Starts `name` with `args` and the extra environment `env`, its stdout
-/// and stderr piped.
+/// and stderr piped. The upload grant is the worker's, never the
+/// program's: it is removed from the program's environment.
 fn spawn(name: &str, args: &[String], env: &[(String, String)]) -> Result<Child, RunError> {
     let mut cmd = Command::new(name);
     cmd.args(args)
+        .env_remove(crds::names::env::UPLOAD_GRANT)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::inherit())
         .stdout(Stdio::piped())

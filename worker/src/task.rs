@@ -12,8 +12,8 @@ use std::process::ExitCode;
 use crds::names::env;
 use crds::progress::Report;
 use crds::result::{
-    LOG_TAIL_LINES, MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, STDOUT_TAIL_BYTES, TaskResult,
-    truncate_utf8,
+    LOG_TAIL_LINES, MAX_LOG_TAIL_BYTES, MAX_MESSAGE_BYTES, MAX_PLAIN_RESULT_BYTES,
+    STDOUT_TAIL_BYTES, TaskResult, truncate_utf8,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::jiff::Timestamp;
@@ -21,7 +21,10 @@ use kube::Api;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use crds::outputs::{OutputError, OutputReport, RESULT_OUTPUT};
+
 use crate::identity::{Identity, IdentityError};
+use crate::outputs::{self, Plan};
 use crate::paths::Files;
 use crate::report::ReportError;
 use crate::run::Outcome;
@@ -33,13 +36,15 @@ pub async fn run_task(program: &[String]) -> ExitCode {
     let vars: HashMap<String, String> = std::env::vars().collect();
     let id = read_identity(&vars);
     let files = prepare_files(&vars, id.as_ref());
+    let run_dir = files.as_ref().map(|f| f.dir.as_path());
+    let plan = outputs::plan(&vars, run_dir, id.as_ref().and_then(|i| i.shard));
     let api = connect(id.as_ref()).await;
     let progress = start_progress(id.as_ref(), files.as_ref(), api.clone());
-    let outcome = run_program(program, files.as_ref()).await;
+    let outcome = run_program(program, files.as_ref(), plan.as_ref()).await;
     let latest = stop_progress(progress).await;
-    let result = read_result(files.as_ref(), &outcome);
+    let (result, report) = finish(files.as_ref(), &outcome, plan.as_ref()).await;
     if let Some(id) = &id {
-        write_result(api, id, &result, latest.as_ref()).await;
+        write_result(api, id, &result, latest.as_ref(), report.as_ref()).await;
     }
     remove_files(files);
     exit_code(result.exit_code)
@@ -112,9 +117,9 @@ fn start_progress(
 }
 
 /// Runs the program with `$LONGTASK_RESULT` and `$LONGTASK_PROGRESS` set
-/// when there are files for them.
-async fn run_program(program: &[String], files: Option<&Files>) -> Outcome {
-    let child_env: Vec<(String, String)> = files
+/// when there are files for them, and `$LONGTASK_OUTPUTS` with a grant.
+async fn run_program(program: &[String], files: Option<&Files>, plan: Option<&Plan>) -> Outcome {
+    let mut child_env: Vec<(String, String)> = files
         .map(|f| {
             vec![
                 (
@@ -128,6 +133,7 @@ async fn run_program(program: &[String], files: Option<&Files>) -> Outcome {
             ]
         })
         .unwrap_or_default();
+    child_env.extend(plan.and_then(Plan::env));
     let (tail_bytes, log_lines, log_bytes) =
         (STDOUT_TAIL_BYTES, LOG_TAIL_LINES, MAX_LOG_TAIL_BYTES);
     run::run(program, &child_env, tail_bytes, log_lines, log_bytes).await
@@ -142,12 +148,80 @@ async fn stop_progress(progress: Option<Progress>) -> Option<Report> {
     tailer.await.ok().flatten()
 }
 
+/// The result to write, and with a grant the outputs uploaded: a result
+/// too large to keep inline (or beside the outputs' list) is uploaded as
+/// the output `.longtask/result`, and a short note naming it is kept
+/// inline instead.
+async fn finish(
+    files: Option<&Files>,
+    outcome: &Outcome,
+    plan: Option<&Plan>,
+) -> (TaskResult, Option<OutputReport>) {
+    let Some(plan) = plan else {
+        return (read_result(files, outcome), None);
+    };
+    let file = files.map_or(Path::new(""), |f| f.result.as_path());
+    let read = report::read_result(file, &outcome.stdout_tail);
+    let size = match &read {
+        Ok(bytes) => bytes.len(),
+        Err(ReportError::ResultTooLarge { size }) => *size,
+        Err(_) => 0,
+    };
+    let (mut report, read) = match plan.walk() {
+        Err(e) => {
+            let report = OutputReport {
+                files: Vec::new(),
+                error: Some(e),
+            };
+            (report, read)
+        }
+        Ok(found) => {
+            let moved = file.is_file() && plan.takes_result(size, &found);
+            let report = plan.upload(found, moved.then_some(file)).await;
+            let read = if moved && report.error.is_none() {
+                Ok(moved_note(size).into_bytes())
+            } else {
+                read
+            };
+            (report, read)
+        }
+    };
+    let result = assemble(outcome, read, report.error.as_ref());
+    // A failed upload's files are not the Task's outputs; their list is
+    // dropped when it would crowd the inline result out of the ConfigMap.
+    if report.error.is_some()
+        && outputs::to_json(&report).len() + result.result.len() > MAX_PLAIN_RESULT_BYTES
+    {
+        report.files.clear();
+    }
+    (result, Some(report))
+}
+
+/// The inline result of a result uploaded as an output.
+fn moved_note(size: usize) -> String {
+    format!("the result ({size} bytes) was uploaded as the output {RESULT_OUTPUT}")
+}
+
 /// The result to write: how the program ended, and what it left as its
 /// result (the result file, else the tail of its stdout). What went
 /// wrong is said, and kept as the result's message.
 fn read_result(files: Option<&Files>, outcome: &Outcome) -> TaskResult {
     let file = files.map_or(Path::new(""), |f| f.result.as_path());
-    let (result_size, result, note) = match report::read_result(file, &outcome.stdout_tail) {
+    assemble(
+        outcome,
+        report::read_result(file, &outcome.stdout_tail),
+        None,
+    )
+}
+
+/// The result of `outcome` with the result bytes `read`, and the outputs'
+/// failure in its message.
+fn assemble(
+    outcome: &Outcome,
+    read: Result<Vec<u8>, ReportError>,
+    outputs: Option<&OutputError>,
+) -> TaskResult {
+    let (result_size, result, note) = match read {
         Ok(bytes) => (bytes.len(), bytes, None),
         Err(e) => {
             let size = match e {
@@ -157,7 +231,8 @@ fn read_result(files: Option<&Files>, outcome: &Outcome) -> TaskResult {
             (size, Vec::new(), Some(chain(&e)))
         }
     };
-    let message = [Some(outcome.message()), note]
+    let outputs = outputs.map(|e| format!("outputs not uploaded ({}): {}", e.reason, e.message));
+    let message = [Some(outcome.message()), note, outputs]
         .into_iter()
         .flatten()
         .filter(|m| !m.is_empty())
@@ -177,15 +252,16 @@ fn read_result(files: Option<&Files>, outcome: &Outcome) -> TaskResult {
     }
 }
 
-/// Writes the result ConfigMap, with the latest progress, and says
-/// whether it was written.
+/// Writes the result ConfigMap, with the latest progress and the outputs'
+/// report, and says whether it was written.
 async fn write_result(
     api: Option<Api<ConfigMap>>,
     id: &Identity,
     result: &TaskResult,
     latest: Option<&Report>,
+    outputs: Option<&OutputReport>,
 ) {
-    match report::write(api, id, result, latest).await {
+    match report::write(api, id, result, latest, outputs).await {
         Ok(()) => say(&format!("result written (exit code {})", result.exit_code)),
         Err(e) => say(&format!("RESULT NOT WRITTEN: {}", chain(&e))),
     }
