@@ -160,12 +160,12 @@ pub fn digest(bytes: &[u8]) -> String {
 /// finished, written here for a Task that did not: `status.outputs`
 /// listing `listed` (name, the bytes whose size and digest it records)
 /// and the Secret `<task>-outputs` whose download grant links each name
-/// to `links`' object of the same key, valid until `expires` (RFC 3339).
+/// to `link(name)`, valid until `expires` (RFC 3339).
 pub fn give_outputs(
     ns: &crate::TestNs,
     task: &str,
     listed: &[(&str, &[u8])],
-    links: &Objects,
+    link: &dyn Fn(&str) -> String,
     expires: &str,
 ) -> Result<()> {
     let files: Vec<serde_json::Value> = listed
@@ -195,7 +195,7 @@ pub fn give_outputs(
     ])?;
     let urls: serde_json::Map<String, serde_json::Value> = listed
         .iter()
-        .map(|(name, _)| (name.to_string(), links.url(name).into()))
+        .map(|(name, _)| (name.to_string(), link(name).into()))
         .collect();
     let grant = serde_json::json!({"expires": expires, "urls": urls});
     let secret = serde_json::json!({

@@ -79,13 +79,19 @@ pub async fn ui_outputs_download_checked(_c: Arc<Cluster>, ns: TestNs) -> Result
         ("model.bin", &model),
         ("evil.bin", &bytes(2 * 1024 * 1024, 3)),
     ];
-    give_outputs(&ns, "train", &listed, &store, "2099-01-01T00:00:00Z")?;
+    give_outputs(
+        &ns,
+        "train",
+        &listed,
+        &|n| store.url(n),
+        "2099-01-01T00:00:00Z",
+    )?;
     finished(&ns, "stale").await?;
     give_outputs(
         &ns,
         "stale",
         &[("model.bin", &model)],
-        &store,
+        &|n| store.url(n),
         "2001-01-01T00:00:00Z",
     )?;
 

@@ -14,6 +14,7 @@ mod invalid_spec;
 mod observe;
 mod plugin;
 mod plugin_outputs;
+mod plugin_outputs_s3;
 mod postmortem;
 mod rbac;
 mod restart;
@@ -296,6 +297,11 @@ pub static ALL: &[Case] = &[
         plugin_result_refuses_bad_outputs,
         false,
         plugin_outputs::plugin_result_refuses_bad_outputs
+    ),
+    case!(
+        plugin_result_from_seaweedfs,
+        false,
+        plugin_outputs_s3::plugin_result_from_seaweedfs
     ),
     case!(
         image_pull_failure_visible,

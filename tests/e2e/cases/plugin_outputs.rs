@@ -14,17 +14,17 @@ use longtask_e2e::kubectl::Output;
 use longtask_e2e::objects::{Objects, give_outputs};
 use longtask_e2e::{Cluster, TestNs, root, sh_task, tasks, wait};
 
-const MINUTE: Duration = Duration::from_secs(60);
+pub(super) const MINUTE: Duration = Duration::from_secs(60);
 /// An expiry far ahead, and one past.
-const LATER: &str = "2099-01-01T00:00:00Z";
+pub(super) const LATER: &str = "2099-01-01T00:00:00Z";
 const PAST: &str = "2001-01-01T00:00:00Z";
 
-fn plugin(ns: &TestNs, args: &[&str]) -> Result<Output> {
+pub(super) fn plugin(ns: &TestNs, args: &[&str]) -> Result<Output> {
     ns.kubectl.plugin(&ns.name, args)
 }
 
 /// A fresh directory for this case's downloads.
-fn scratch(ns: &TestNs, what: &str) -> Result<PathBuf> {
+pub(super) fn scratch(ns: &TestNs, what: &str) -> Result<PathBuf> {
     let dir = root()
         .join("target/e2e-downloads")
         .join(&ns.name)
@@ -35,20 +35,20 @@ fn scratch(ns: &TestNs, what: &str) -> Result<PathBuf> {
 }
 
 /// Bytes that differ all along (not a run of one byte).
-fn bytes(n: usize, seed: u8) -> Vec<u8> {
+pub(super) fn bytes(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
         .map(|i| (i as u32).wrapping_mul(2_654_435_761).to_le_bytes()[1] ^ seed)
         .collect()
 }
 
 /// Runs Task `name` to Completed.
-async fn finished(ns: &TestNs, name: &str) -> Result<()> {
+pub(super) async fn finished(ns: &TestNs, name: &str) -> Result<()> {
     ns.apply(&sh_task(name, r#"echo inline > "$LONGTASK_RESULT""#, ""))?;
     wait::condition(&tasks(&ns.client, &ns.name), name, "Complete", MINUTE).await?;
     Ok(())
 }
 
-fn exited(out: &Output, code: i32, what: &str) -> Result<()> {
+pub(super) fn exited(out: &Output, code: i32, what: &str) -> Result<()> {
     ensure!(
         out.code == Some(code),
         "{what}: expected exit {code}, got {out}"
@@ -56,7 +56,7 @@ fn exited(out: &Output, code: i32, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn same_file(path: &Path, want: &[u8]) -> Result<()> {
+pub(super) fn same_file(path: &Path, want: &[u8]) -> Result<()> {
     let got = std::fs::read(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     ensure!(
         got == want,
@@ -85,7 +85,7 @@ pub async fn plugin_result_downloads_outputs(_c: Arc<Cluster>, ns: TestNs) -> Re
         store.put(name, data.to_vec());
     }
     finished(&ns, "train").await?;
-    give_outputs(&ns, "train", &listed, &store, LATER)?;
+    give_outputs(&ns, "train", &listed, &|n| store.url(n), LATER)?;
 
     let dir = scratch(&ns, "all")?;
     let out = plugin(
@@ -201,7 +201,7 @@ pub async fn plugin_result_refuses_bad_outputs(_c: Arc<Cluster>, ns: TestNs) -> 
         &ns,
         "swapped",
         &[("evil.bin", &bytes(70_000, 6)), ("good.bin", &good)],
-        &store,
+        &|n| store.url(n),
         LATER,
     )?;
     wrong_bytes(&ns)?;
@@ -244,7 +244,13 @@ fn wrong_bytes(ns: &TestNs) -> Result<()> {
 /// A name that climbs out of the directory is refused, nothing written.
 async fn climbing_name(ns: &TestNs, store: &Objects) -> Result<()> {
     finished(ns, "climber").await?;
-    give_outputs(ns, "climber", &[("../../escaped", b"x")], store, LATER)?;
+    give_outputs(
+        ns,
+        "climber",
+        &[("../../escaped", b"x")],
+        &|n| store.url(n),
+        LATER,
+    )?;
     let dir = scratch(ns, "climber")?;
     let out = plugin(
         ns,
@@ -271,7 +277,7 @@ async fn climbing_name(ns: &TestNs, store: &Objects) -> Result<()> {
 /// operator writes and renews it.
 async fn grants(ns: &TestNs, store: &Objects, good: &[u8]) -> Result<()> {
     finished(ns, "stale").await?;
-    give_outputs(ns, "stale", &[("good.bin", good)], store, PAST)?;
+    give_outputs(ns, "stale", &[("good.bin", good)], &|n| store.url(n), PAST)?;
     let out = plugin(
         ns,
         &[
@@ -291,7 +297,13 @@ async fn grants(ns: &TestNs, store: &Objects, good: &[u8]) -> Result<()> {
     );
 
     finished(ns, "unsigned").await?;
-    give_outputs(ns, "unsigned", &[("good.bin", good)], store, LATER)?;
+    give_outputs(
+        ns,
+        "unsigned",
+        &[("good.bin", good)],
+        &|n| store.url(n),
+        LATER,
+    )?;
     ns.k(&["delete", "secret", "unsigned-outputs"])?;
     let out = plugin(ns, &["result", "unsigned", "--file", "good.bin"])?;
     exited(&out, 1, "no Secret")?;
