@@ -56,11 +56,14 @@ pub enum Command {
         kubectl longtask wait train\n  \
         kubectl longtask wait a b c --timeout 30m")]
     Wait(WaitArgs),
-    /// Print a Task's exact result bytes (decoded, digest checked).
+    /// Print a Task's exact result bytes (decoded, digest checked), or download its output files.
     #[command(after_help = "Examples:\n  \
         kubectl longtask result train > model.json\n  \
         kubectl longtask result train -o model.json\n  \
-        kubectl longtask result sweep --shard 3")]
+        kubectl longtask result sweep --shard 3\n  \
+        kubectl longtask result train -o outdir/                  # every output file, into outdir/\n  \
+        kubectl longtask result train -o outdir/ --file model.bin --file plots/loss.png\n  \
+        kubectl longtask result train --file metrics.json | jq .   # one output to stdout")]
     Result(ResultArgs),
     /// List Tasks with their phase, queue position and why they wait.
     #[command(
@@ -216,9 +219,14 @@ pub struct WaitArgs {
 #[derive(Args, Debug)]
 pub struct ResultArgs {
     pub name: String,
-    /// Write the result to FILE instead of standard output.
-    #[arg(short = 'o', long, value_name = "FILE")]
+    /// Write the result to FILE instead of standard output. When the Task
+    /// has output files, PATH is a directory (made if missing) and each
+    /// output is downloaded into it under its name, digest checked.
+    #[arg(short = 'o', long, value_name = "PATH")]
     pub output: Option<std::path::PathBuf>,
+    /// Only this output file (repeatable; without -o, one to standard output).
+    #[arg(long = "file", value_name = "NAME", conflicts_with = "shard")]
+    pub files: Vec<String>,
     /// Only this shard's result (default for sharded Tasks: all, in order).
     #[arg(long)]
     pub shard: Option<u32>,

@@ -63,6 +63,8 @@ pub enum Error {
     },
     #[error("no result for task {name}: {why}")]
     NoResult { name: String, why: String },
+    #[error(transparent)]
+    Outputs(Box<crate::outputs::Error>),
     #[error("{0}")]
     Usage(String),
     #[error("{0}")]
@@ -71,6 +73,12 @@ pub enum Error {
     /// failed Task, a timeout).
     #[error("exit {0}")]
     Exit(i32),
+}
+
+impl From<crate::outputs::Error> for Error {
+    fn from(e: crate::outputs::Error) -> Error {
+        Error::Outputs(Box::new(e))
+    }
 }
 
 impl Error {

@@ -1,6 +1,7 @@
 //! Tasks for unit tests, built the same way by every test:
 //! `task("t").phase(Phase::Completed).completed(NOW - 60).build()`.
 
+use crds::outputs::{OutputFile, OutputsStatus, human_size};
 use crds::{Phase, Task, TaskSpec, TaskStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
@@ -97,7 +98,32 @@ impl TaskBuilder {
         self
     }
 
+    /// `status.outputs` listing `files`, in store "default".
+    pub fn outputs(mut self, files: &[OutputFile]) -> Self {
+        let total: i64 = files.iter().map(|f| f.size).sum();
+        self.status().outputs = Some(OutputsStatus {
+            store: "default".into(),
+            location: "s3://bucket/lt/ns/t/uid/".into(),
+            count: i32::try_from(files.len()).expect("count"),
+            total_bytes: total,
+            size: human_size(u64::try_from(total).expect("size")),
+            files: files.to_vec(),
+            download_secret: None,
+        });
+        self
+    }
+
     pub fn build(self) -> Task {
         self.0
+    }
+}
+
+/// An output file named `name` holding `bytes`, as the status lists it.
+pub fn output(name: &str, bytes: &[u8]) -> OutputFile {
+    OutputFile {
+        name: name.into(),
+        size: i64::try_from(bytes.len()).expect("size"),
+        digest: crds::result::digest(bytes),
+        url: format!("s3://bucket/lt/ns/t/uid/{name}"),
     }
 }

@@ -7,6 +7,7 @@ mod client;
 mod cmd;
 #[cfg(test)]
 mod fixtures;
+mod outputs;
 mod safe;
 mod ui;
 

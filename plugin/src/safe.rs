@@ -44,6 +44,11 @@ fn unsafe_char(c: char) -> bool {
     (n < 0x20 && c != '\n' && c != '\t') || (0x7f..=0x9f).contains(&n) || bidi_control(n)
 }
 
+/// True for a Unicode bidirectional formatting character ([`bidi_control`]).
+pub fn is_bidi_control(c: char) -> bool {
+    bidi_control(u32::from(c))
+}
+
 /// The Unicode bidirectional formatting characters (UAX #9): marks,
 /// embeddings, overrides and isolates.
 fn bidi_control(n: u32) -> bool {

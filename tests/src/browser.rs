@@ -113,9 +113,14 @@ impl Browser {
             "--proxy-server=http://127.0.0.1:9".to_owned(),
             "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1".to_owned(),
         ];
+        // Downloads go to the profile's own directory, without asking.
+        let prefs = json!({
+            "download.default_directory": self.downloads(),
+            "download.prompt_for_download": false,
+        });
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",
-            "goog:chromeOptions": {"binary": CHROMIUM, "args": args},
+            "goog:chromeOptions": {"binary": CHROMIUM, "args": args, "prefs": prefs},
         }}});
         let v = self.call("POST", "/session", Some(&caps))?;
         v["sessionId"]
@@ -148,6 +153,12 @@ impl Browser {
 
     fn session_call(&self, method: &str, what: &str, body: Option<&Value>) -> Result<Value> {
         self.call(method, &format!("/session/{}/{what}", self.session), body)
+    }
+
+    /// Where the browser saves downloads (files under their final name once
+    /// whole; `.crdownload` while under way).
+    pub fn downloads(&self) -> PathBuf {
+        self.profile.join("downloads")
     }
 
     /// Loads `url` (waits for the page's load event, as WebDriver does).

@@ -11,6 +11,7 @@ pub mod chaos;
 pub mod http;
 pub mod jobs;
 pub mod kubectl;
+pub mod objects;
 pub mod openmetrics;
 pub mod operator;
 pub mod procs;

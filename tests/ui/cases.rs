@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::Case;
 use crate::hardening;
+use crate::outputs;
 
 pub static ALL: &[Case] = &[
     case!(ui_progress_rises_live, false, ui_progress_rises_live),
@@ -64,6 +65,11 @@ pub static ALL: &[Case] = &[
         hardening::ui_every_answer_says_nosniff
     ),
     case!(ui_log_view_bounded, false, hardening::ui_log_view_bounded),
+    case!(
+        ui_outputs_download_checked,
+        false,
+        outputs::ui_outputs_download_checked
+    ),
 ];
 
 pub(crate) const MINUTE: Duration = Duration::from_secs(60);
@@ -137,7 +143,7 @@ pub(crate) fn browser() -> Result<Browser> {
     Browser::start(&root().join("target/ui-browsers"))
 }
 
-fn screenshot(b: &Browser, name: &str) -> Result<PathBuf> {
+pub(crate) fn screenshot(b: &Browser, name: &str) -> Result<PathBuf> {
     let path = root().join("target/ui-screenshots").join(name);
     b.screenshot(&path)?;
     println!("screenshot: {}", path.display());

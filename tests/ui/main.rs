@@ -8,6 +8,7 @@
 
 mod cases;
 mod hardening;
+mod outputs;
 
 pub use longtask_e2e::runner::Case;
 use longtask_e2e::runner::{self, Install, Runtime, Shape};

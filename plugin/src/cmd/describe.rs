@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use crds::Task;
+use crds::outputs::{OutputsStatus, human_size};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -126,6 +127,9 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
         field("Result", &shown);
         field("Digest", s.result_digest.as_deref().unwrap_or_default());
     }
+    if let Some(outputs) = &s.outputs {
+        outputs_section(&mut o, &name, outputs);
+    }
     o.push_str("Conditions:\n");
     if s.conditions.is_empty() {
         o.push_str("  <none>\n");
@@ -171,6 +175,46 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
         Some(tail) => indent(&mut o, tail),
     }
     o
+}
+
+/// Most output files `describe` lists; `result -o DIR` fetches them all.
+const LISTED_OUTPUTS: usize = 20;
+
+/// The outputs: count, size and where they are, the first files with
+/// their size and digest, and how to download them.
+fn outputs_section(o: &mut String, name: &str, outputs: &OutputsStatus) {
+    let mut line = crate::outputs::summary(Some(outputs));
+    if !outputs.location.is_empty() {
+        line.push_str(&format!(" in {}", outputs.location));
+    }
+    if !outputs.store.is_empty() {
+        line.push_str(&format!(" (store {})", outputs.store));
+    }
+    let _ = writeln!(o, "{:<13}{}", "Outputs:", visible(&line));
+    if outputs.files.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<String>> = outputs
+        .files
+        .iter()
+        .take(LISTED_OUTPUTS)
+        .map(|f| {
+            let size = u64::try_from(f.size).unwrap_or_default();
+            vec![f.name.clone(), human_size(size), f.digest.clone()]
+        })
+        .collect();
+    indent(o, &show::table(&["NAME", "SIZE", "DIGEST"], &rows));
+    let more = outputs.files.len().saturating_sub(LISTED_OUTPUTS);
+    if more > 0 {
+        let _ = writeln!(o, "  ... and {more} more");
+    }
+    let _ = writeln!(
+        o,
+        "{:<13}kubectl longtask result {} -o DIR (the links are in the Secret {})",
+        "Download:",
+        visible(name),
+        visible(&crds::outputs::secret_name(name))
+    );
 }
 
 fn indent(o: &mut String, text: &str) {
@@ -220,7 +264,7 @@ fn event_rows(t: &Task, mut ev: Vec<Event>, now: Timestamp) -> Vec<Vec<String>> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{NOW, at, now, task};
+    use crate::fixtures::{NOW, at, now, output, task};
     use crds::Phase;
     use crds::conditions::{reasons, types};
     use k8s_openapi::api::core::v1::{EventSource, ObjectReference};
@@ -334,6 +378,34 @@ mod tests {
         ] {
             assert!(out.contains(want), "{want:?} in\n{out}");
         }
+    }
+
+    #[test]
+    fn outputs_are_listed_with_size_and_digest_up_to_a_limit() {
+        let files: Vec<_> = (0..23)
+            .map(|i| output(&format!("shard-{i:02}.bin"), &vec![7; 2048]))
+            .collect();
+        let t = task("train")
+            .phase(Phase::Completed)
+            .outputs(&files)
+            .build();
+        let out = render(&t, Ok(vec![]), now());
+        let digest = crds::result::digest(&[7; 2048]);
+        for want in [
+            "Outputs:     23 files, 46.0Ki in s3://bucket/lt/ns/t/uid/ (store default)\n",
+            "  NAME           SIZE    DIGEST\n",
+            &format!("  shard-00.bin   2.0Ki   {digest}\n"),
+            &format!("  shard-19.bin   2.0Ki   {digest}\n"),
+            "  ... and 3 more\n",
+            "Download:    kubectl longtask result train -o DIR (the links are in the Secret train-outputs)\n",
+        ] {
+            assert!(out.contains(want), "{want:?} in\n{out}");
+        }
+        assert!(!out.contains("shard-20.bin"), "{out}");
+        let none = task("t").phase(Phase::Completed).outputs(&[]).build();
+        let out = render(&none, Ok(vec![]), now());
+        assert!(out.contains("Outputs:     0 files, 0 in"), "{out}");
+        assert!(!out.contains("Download:"), "{out}");
     }
 
     #[test]

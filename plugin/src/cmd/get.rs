@@ -79,7 +79,9 @@ pub fn tables(tasks: &[Task], crons: &[CronTask], now: Timestamp, all_namespaces
 
 /// The table `get` prints (a NAMESPACE column first with `-A`).
 pub fn table(tasks: &[Task], now: Timestamp, all_namespaces: bool) -> String {
-    let mut header = vec!["NAME", "PHASE", "REASON", "ATTEMPTS", "AGE", "WAITING"];
+    let mut header = vec![
+        "NAME", "PHASE", "REASON", "ATTEMPTS", "OUTPUTS", "AGE", "WAITING",
+    ];
     let rows: Vec<Vec<String>> = tasks
         .iter()
         .map(|t| {
@@ -96,7 +98,7 @@ pub fn table(tasks: &[Task], now: Timestamp, all_namespaces: bool) -> String {
     show::table(&header, &rows)
 }
 
-/// NAME, PHASE, REASON, ATTEMPTS, AGE, WAITING of one Task.
+/// NAME, PHASE, REASON, ATTEMPTS, OUTPUTS, AGE, WAITING of one Task.
 pub fn row(t: &Task, now: Timestamp) -> Vec<String> {
     let s = t.status.clone().unwrap_or_default();
     let age = t
@@ -110,6 +112,7 @@ pub fn row(t: &Task, now: Timestamp) -> Vec<String> {
         s.phase.map(Phase::as_str).unwrap_or_default().to_owned(),
         s.reason.unwrap_or_default(),
         s.attempts.map(|a| a.to_string()).unwrap_or_default(),
+        crate::outputs::summary(s.outputs.as_ref()),
         age,
         waiting(t),
     ]
@@ -151,7 +154,7 @@ pub fn queue_position(message: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::{NOW, now, task};
+    use crate::fixtures::{NOW, now, output, task};
 
     #[test]
     fn rows_show_phase_reason_attempts_age_and_waiting() {
@@ -166,7 +169,7 @@ mod tests {
             .build();
         assert_eq!(
             row(&queued, now()),
-            ["q", "Queued", "QueueFull", "", "3m20s", "position 3"]
+            ["q", "Queued", "QueueFull", "", "", "3m20s", "position 3"]
         );
         let stuck = task("s")
             .phase(Phase::Running)
@@ -181,7 +184,15 @@ mod tests {
             .build();
         assert_eq!(
             row(&stuck, now()),
-            ["s", "Running", "JobCreated", "1", "60m", "Unschedulable"]
+            [
+                "s",
+                "Running",
+                "JobCreated",
+                "1",
+                "",
+                "60m",
+                "Unschedulable"
+            ]
         );
         let done = task("d")
             .phase(Phase::Completed)
@@ -189,11 +200,23 @@ mod tests {
             .attempts(2)
             .condition(types::WAITING, "False", reasons::NOT_WAITING, "")
             .build();
-        assert_eq!(row(&done, now())[5], "");
+        assert_eq!(row(&done, now())[6], "");
         assert_eq!(
             row(&task("new").build(), now())[1..],
-            ["", "", "", "60m", ""]
+            ["", "", "", "", "60m", ""]
         );
+    }
+
+    #[test]
+    fn outputs_show_their_count_and_total_size() {
+        let t = task("train")
+            .phase(Phase::Completed)
+            .outputs(&[output("model.bin", &[0; 3000]), output("log.txt", b"ok")])
+            .build();
+        assert_eq!(row(&t, now())[4], "2 files, 2.9Ki");
+        let out = table(&[t], now(), false);
+        let head = out.lines().next().unwrap_or_default();
+        assert!(head.contains("ATTEMPTS   OUTPUTS          AGE"), "{out}");
     }
 
     #[test]

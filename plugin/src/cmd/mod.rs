@@ -4,6 +4,7 @@ pub mod cancel;
 pub mod cron;
 pub mod delete;
 pub mod describe;
+pub mod download;
 pub mod get;
 pub mod logs;
 pub mod outcome;

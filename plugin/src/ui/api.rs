@@ -51,9 +51,17 @@ fn text(e: &dyn std::error::Error) -> String {
 
 /// The command's error as an answer: 403 for a missing right, 404 for a
 /// missing Task, 409 for a result that is not there or not the accepted
-/// bytes; the text is the one the command prints.
-fn refused(e: &Error) -> Response {
+/// bytes, or outputs as `outputs::Error::kind` says; the text is the one
+/// the command prints.
+pub(super) fn refused(e: &Error) -> Response {
+    use crate::outputs::Kind;
     let code = match e {
+        Error::Outputs(o) => match o.kind() {
+            Kind::Forbidden => StatusCode::FORBIDDEN,
+            Kind::Missing => StatusCode::NOT_FOUND,
+            Kind::Conflict => StatusCode::CONFLICT,
+            Kind::Failed => StatusCode::BAD_GATEWAY,
+        },
         Error::Forbidden { .. } => StatusCode::FORBIDDEN,
         Error::NotFound { .. } | Error::NotInstalled => StatusCode::NOT_FOUND,
         Error::NoResult { .. } | Error::DigestMismatch { .. } | Error::AlreadyExists { .. } => {
@@ -65,7 +73,7 @@ fn refused(e: &Error) -> Response {
     (code, Json(json!({ "error": text(e) }))).into_response()
 }
 
-fn kube_in(ui: &Ui, namespace: &str) -> Kube {
+pub(super) fn kube_in(ui: &Ui, namespace: &str) -> Kube {
     Kube {
         client: ui.kube.client.clone(),
         namespace: namespace.to_owned(),

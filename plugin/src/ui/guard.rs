@@ -8,7 +8,10 @@
 //! server) and never the URL's query (server logs, Referer). A plain HTML
 //! form cannot set a header, and a page of another origin that tries
 //! meets a CORS preflight this server refuses. The three static assets
-//! carry no data and are served without the token.
+//! carry no data and are served without the token. So are one-time
+//! download links (`/download/<64 hex>`, `download.rs`): a browser's own
+//! download cannot send a header, and the link's random ticket, good once
+//! for 60 s and issued only to a request with the token, is the secret.
 
 use axum::http::{HeaderMap, HeaderName, header};
 
@@ -95,7 +98,7 @@ impl Guard {
                 return Err(Refusal::Origin(o.to_owned()));
             }
         }
-        if STATIC.contains(&path) {
+        if STATIC.contains(&path) || ticket_path(path) {
             return Ok(());
         }
         let mut given = headers.get_all(&TOKEN_HEADER).iter();
@@ -104,6 +107,15 @@ impl Guard {
             _ => Err(Refusal::Token),
         }
     }
+}
+
+/// `/download/` and a ticket: 64 lower-case hex digits, nothing more.
+fn ticket_path(path: &str) -> bool {
+    path.strip_prefix("/download/").is_some_and(|t| {
+        t.len() == 64
+            && t.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 /// Compares without stopping at the first difference, so the time taken
@@ -216,6 +228,38 @@ mod tests {
         for path in ["/app.js/", "/index.html", "/api/", "//", "/favicon.ico"] {
             assert_eq!(
                 g.check(path, &headers(&[HOST])),
+                Err(Refusal::Token),
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn download_links_need_no_token_but_this_host_and_a_ticket() {
+        let g = guard();
+        let ticket = format!("/download/{}", "0a".repeat(32));
+        assert_eq!(g.check(&ticket, &headers(&[HOST])), Ok(()));
+        assert!(matches!(
+            g.check(&ticket, &headers(&[("host", "evil.example:8123")])),
+            Err(Refusal::Host(_))
+        ));
+        assert!(matches!(
+            g.check(
+                &ticket,
+                &headers(&[HOST, ("origin", "http://evil.example")])
+            ),
+            Err(Refusal::Origin(_))
+        ));
+        for path in [
+            "/download/".to_owned(),
+            format!("/download/{}", "0A".repeat(32)),
+            format!("/download/{}", "0a".repeat(31)),
+            format!("/download/{}/x", "0a".repeat(32)),
+            format!("/download/{}x", "0a".repeat(32)),
+            format!("/api/download/{}", "0a".repeat(32)),
+        ] {
+            assert_eq!(
+                g.check(&path, &headers(&[HOST])),
                 Err(Refusal::Token),
                 "{path}"
             );

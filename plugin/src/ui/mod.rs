@@ -4,9 +4,11 @@
 //! decides what each person sees and may do. Every asset is in the binary.
 //! The list is one watch pushed to the page as a stream of server-sent
 //! events of trimmed rows (`rows.rs`); who may ask is `guard.rs`; how the
-//! browser is opened without the token on a command line, `opener.rs`.
+//! browser is opened without the token on a command line, `opener.rs`;
+//! output files through one-time links, `download.rs`.
 
 mod api;
+mod download;
 mod guard;
 mod opener;
 mod rows;
@@ -35,6 +37,9 @@ pub struct Ui {
     pub namespace: Option<String>,
     pub context: String,
     pub guard: Guard,
+    /// The client for the output store (downloads of output files).
+    pub http: reqwest::Client,
+    pub downloads: download::Tickets,
 }
 
 pub async fn run(k: Kube, a: UiArgs, context: String) -> Result<(), Error> {
@@ -46,6 +51,8 @@ pub async fn run(k: Kube, a: UiArgs, context: String) -> Result<(), Error> {
         namespace,
         context,
         guard: Guard::new(port)?,
+        http: crate::outputs::fetch::client()?,
+        downloads: download::Tickets::default(),
     });
     let url = ui.guard.url();
     // The terminal is the user's own: the URL with its token is printed.
@@ -117,6 +124,8 @@ pub fn router(ui: Arc<Ui>) -> Router {
         .route("/api/tasks/{ns}/{name}/result", get(api::result))
         .route("/api/tasks/{ns}/{name}/cancel", post(api::cancel))
         .route("/api/tasks/{ns}/{name}/rerun", post(api::rerun))
+        .route("/api/tasks/{ns}/{name}/download", post(download::ticket))
+        .route("/download/{ticket}", get(download::redeem))
         .fallback(|| async { StatusCode::NOT_FOUND })
         .layer(middleware::from_fn_with_state(ui.clone(), guarded))
         .layer(middleware::from_fn(hardened))

@@ -38,6 +38,8 @@ pub struct Row {
     pub labels: BTreeMap<String, String>,
     /// spec.cancel is set (being cancelled, or cancelled).
     pub cancel: bool,
+    /// Its output files' count and total size ("3 files, 2.0Gi"), if any.
+    pub outputs: String,
 }
 
 /// The row of `t`.
@@ -79,6 +81,7 @@ pub fn row(t: &Task) -> Row {
         completed: s.completed_at.as_ref().map(|t| t.0.to_string()),
         labels: t.labels().clone(),
         cancel: t.spec.cancel,
+        outputs: crate::outputs::summary(s.outputs.as_ref()),
         namespace,
         name,
     }
@@ -166,6 +169,16 @@ mod tests {
             None,
             "only a slot queue has positions"
         );
+    }
+
+    #[test]
+    fn a_row_shows_the_outputs_size() {
+        let t = task("o")
+            .phase(Phase::Completed)
+            .outputs(&[crate::fixtures::output("a.bin", &[1; 4096])])
+            .build();
+        assert_eq!(row(&t).outputs, "1 file, 4.0Ki");
+        assert_eq!(row(&task("none").build()).outputs, "");
     }
 
     #[test]

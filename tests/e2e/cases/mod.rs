@@ -13,6 +13,8 @@ mod hardening;
 mod invalid_spec;
 mod observe;
 mod plugin;
+mod plugin_outputs;
+mod plugin_outputs_s3;
 mod postmortem;
 mod rbac;
 mod restart;
@@ -286,6 +288,21 @@ pub static ALL: &[Case] = &[
         plugin::plugin_delete_finished_keep
     ),
     case!(plugin_missing_task, false, plugin::plugin_missing_task),
+    case!(
+        plugin_result_downloads_outputs,
+        false,
+        plugin_outputs::plugin_result_downloads_outputs
+    ),
+    case!(
+        plugin_result_refuses_bad_outputs,
+        false,
+        plugin_outputs::plugin_result_refuses_bad_outputs
+    ),
+    case!(
+        plugin_result_from_seaweedfs,
+        false,
+        plugin_outputs_s3::plugin_result_from_seaweedfs
+    ),
     case!(
         image_pull_failure_visible,
         true,

@@ -214,6 +214,7 @@ function rowHtml(r) {
     `<td class="progress-col">${progressCell(r)}</td>` +
     `<td class="eta">${esc(eta(r))}</td>` +
     `<td>${r.attempts ?? ""}</td>` +
+    `<td class="outputs">${esc(r.outputs || "")}</td>` +
     `<td class="waiting" title="${esc(r.waitingMessage || "")}">${esc(waitingText(r))}</td>` +
     `<td>${esc(time(r.started))}</td>` +
     `<td class="duration">${esc(duration(r))}</td>`;
@@ -237,7 +238,7 @@ const MARGIN = 40;           // rows kept above and below the view
 const STEP = 20;             // the window moves in steps of this many rows
 
 function spacer(n) {
-  return n > 0 ? `<tr class="spacer" aria-hidden="true"><td colspan="9" style="height:${n * rowHeight}px"></td></tr>` : "";
+  return n > 0 ? `<tr class="spacer" aria-hidden="true"><td colspan="10" style="height:${n * rowHeight}px"></td></tr>` : "";
 }
 
 // The rows [from, to) to have in the page, of `count` rows of `height` px
@@ -411,6 +412,8 @@ function openTask(ns, name) {
   $("#task-status").innerHTML = "";
   $("#history").innerHTML = "";
   $("#result").innerHTML = "";
+  $("#outputs").innerHTML = "";
+  outputsShown = null;
   $("#log").textContent = "";
   $("#action-result").textContent = "";
   const base = apiPath(ns, name);
@@ -427,6 +430,7 @@ function openTask(ns, name) {
       conditions = d.status?.conditions || [];
       showHistory(conditions, events);
       showResult(base, d);
+      showOutputs(base, d);
     },
     events: e => {
       events = JSON.parse(e.data);
@@ -487,7 +491,10 @@ function showResult(base, d) {
     return;
   }
   if (s.result == null && !s.resultDigest) {
-    $("#result").innerHTML = `<p class="muted">no result</p>`;
+    const stored = (s.outputs?.files || []).some(f => f.name === RESULT_OUTPUT);
+    $("#result").innerHTML = stored
+      ? `<p class="muted">too large to keep inline: the result is the output <code>${RESULT_OUTPUT}</code> below</p>`
+      : `<p class="muted">no result</p>`;
     return;
   }
   const note = s.resultTruncated ? `<p class="muted">the status holds the first 32 KiB; the download has every byte</p>` : "";
@@ -521,6 +528,86 @@ async function download(base, name) {
     state.textContent = "";
   } catch (err) {
     state.className = "error";
+    state.textContent = `download failed: ${err.message || err}`;
+  }
+}
+
+// ---- output files ----------------------------------------------------------------
+
+// The output a result too large to keep inline is stored as.
+const RESULT_OUTPUT = ".longtask/result";
+// Most output files listed at once; the filter finds the others.
+const OUTPUTS_SHOWN = 200;
+// The status.outputs last drawn, so an unchanged Task does not redraw it
+// (a download's state stays on the page).
+let outputsShown = null;
+
+// 1536 -> "1.5Ki", as the plugin writes sizes.
+function humanSize(n) {
+  const units = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
+  if (n < 1024) return String(n);
+  let v = n / 1024, u = 0;
+  while (v >= 1024 && u + 1 < units.length) { v /= 1024; u++; }
+  return v.toFixed(1) + units[u];
+}
+
+function showOutputs(base, d) {
+  const o = d.status?.outputs;
+  const key = JSON.stringify(o || null) + d.row.phase;
+  if (key === outputsShown) return;
+  outputsShown = key;
+  const box = $("#outputs");
+  if (!o) {
+    box.innerHTML = `<p class="muted">${["Completed", "Failed"].includes(d.row.phase) ? "no output files" : "not finished yet"}</p>`;
+    return;
+  }
+  const files = o.files || [];
+  box.innerHTML = `<p>${esc(d.row.outputs)} <span class="muted">in ${esc(o.location)}</span></p>` +
+    (files.length > OUTPUTS_SHOWN ? `<input id="outputs-filter" placeholder="name contains">` : "") +
+    `<table><thead><tr><th>Name</th><th>Size</th><th>Digest</th><th></th></tr></thead><tbody></tbody></table>` +
+    `<p id="outputs-more" class="muted"></p>`;
+  const draw = filter => {
+    const shown = files.filter(f => f.name.includes(filter)).slice(0, OUTPUTS_SHOWN);
+    box.querySelector("tbody").innerHTML = shown.map((f, i) =>
+      `<tr data-name="${esc(f.name)}"><td>${esc(f.name)}</td><td class="size">${esc(humanSize(f.size))}</td>` +
+      `<td class="digest" title="${esc(f.digest)}">${esc(f.digest.slice(0, 19))}…</td>` +
+      `<td><button type="button" data-i="${i}">Download</button> <span class="state" role="status"></span></td></tr>`).join("");
+    for (const b of box.querySelectorAll("tbody button")) {
+      b.addEventListener("click", () => downloadOutput(base, shown[Number(b.dataset.i)].name, b.parentElement));
+    }
+    const hidden = files.filter(f => f.name.includes(filter)).length - shown.length;
+    $("#outputs-more").textContent = hidden > 0
+      ? `… and ${hidden} more: filter by name, or kubectl longtask result ${d.row.name} -o DIR downloads all` : "";
+  };
+  draw("");
+  const filter = $("#outputs-filter");
+  if (filter) filter.addEventListener("input", () => draw(filter.value.trim()));
+}
+
+// A link cannot send the token's header: a POST with it gets a one-time
+// link (good once, for 60 s), which the browser then downloads itself,
+// streamed, with its own progress; wrong bytes make that download fail.
+async function downloadOutput(base, file, cell) {
+  const state = cell.querySelector(".state");
+  state.className = "state";
+  state.textContent = "starting…";
+  try {
+    const res = await api(base + "/download", {
+      method: "POST",
+      headers: {"Content-Type": "application/json"},
+      body: JSON.stringify({file}),
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error(body.error || `HTTP ${res.status}`);
+    const a = document.createElement("a");
+    a.href = body.path;
+    a.download = body.filename;
+    document.body.appendChild(a);
+    a.click();
+    a.remove();
+    state.textContent = "started: see the browser's downloads";
+  } catch (err) {
+    state.className = "state error";
     state.textContent = `download failed: ${err.message || err}`;
   }
 }
