@@ -231,12 +231,22 @@ async fn grant_case(c: &Cluster, ns: &TestNs, weed: &Seaweed, store: &str) -> Re
         "owners: {owner:?}"
     );
     let prefix = object_prefix("lt/", &ns.name, "train", &uid);
-    ensure!(grant.key_prefix == prefix, "{} != {prefix}", grant.key_prefix);
+    ensure!(
+        grant.key_prefix == prefix,
+        "{} != {prefix}",
+        grant.key_prefix
+    );
     let raw = serde_json::to_string(&grant)?;
-    ensure!(!raw.contains(seaweed::ADMIN_SECRET), "the grant holds the key");
+    ensure!(
+        !raw.contains(seaweed::ADMIN_SECRET),
+        "the grant holds the key"
+    );
     let expires: k8s_openapi::jiff::Timestamp = grant.expires.parse()?;
     let left = expires.as_second() - k8s_openapi::jiff::Timestamp::now().as_second();
-    ensure!((4100..=4200).contains(&left), "expires in {left} s, not 600 s + 1 h");
+    ensure!(
+        (4100..=4200).contains(&left),
+        "expires in {left} s, not 600 s + 1 h"
+    );
     job_takes_it(c, &ns.name, store).await?;
     uploads_stay_inside(weed, &grant, &scratch_file(&ns.name)?).await
 }
@@ -293,7 +303,10 @@ async fn uploads_stay_inside(weed: &Seaweed, grant: &UploadGrant, file: &PathBuf
     {
         bail!("the grant wrote {outside}, outside its prefix");
     }
-    ensure!(weed.client().get(&outside).await.is_err(), "{outside} exists");
+    ensure!(
+        weed.client().get(&outside).await.is_err(),
+        "{outside} exists"
+    );
     let _ = std::fs::remove_file(file);
     Ok(())
 }
@@ -324,7 +337,9 @@ async fn unavailable_case(c: &Cluster, ns: &TestNs, store: &str) -> Result<()> {
         let t = look(c, &ctx, &ns.name, name).await?;
         let (phase, why, message) = reason(&t);
         ensure!(
-            phase == Some(Phase::Failed) && why == "OutputStoreUnavailable" && message.contains(says),
+            phase == Some(Phase::Failed)
+                && why == "OutputStoreUnavailable"
+                && message.contains(says),
             "{name}: {phase:?} {why}: {message}"
         );
         ensure!(jobs.get_opt(name).await?.is_none(), "{name} has a Job");
@@ -337,7 +352,9 @@ async fn unavailable_case(c: &Cluster, ns: &TestNs, store: &str) -> Result<()> {
     let t = look(c, &ctx, &ns.name, "squat").await?;
     let (phase, why, message) = reason(&t);
     ensure!(
-        phase == Some(Phase::Failed) && why == "OutputStoreUnavailable" && message.contains("is not this Task's"),
+        phase == Some(Phase::Failed)
+            && why == "OutputStoreUnavailable"
+            && message.contains("is not this Task's"),
         "squat: {phase:?} {why}: {message}"
     );
     let secrets: Api<Secret> = Api::namespaced(c.client.clone(), &ns.name);
@@ -350,13 +367,21 @@ async fn unavailable_case(c: &Cluster, ns: &TestNs, store: &str) -> Result<()> {
     );
     ensure!(kept.owner_references().is_empty(), "an owner was added");
     // Opted out: as before, whatever store applies.
-    let off = serde_json::json!({ "command": ["true"], "outputs": { "store": store, "enabled": false } });
+    let off =
+        serde_json::json!({ "command": ["true"], "outputs": { "store": store, "enabled": false } });
     create(c, &ns.name, "off", off).await?;
     let t = look(c, &ctx, &ns.name, "off").await?;
-    ensure!(reason(&t).0 == Some(Phase::Running), "off: {:?}", reason(&t));
+    ensure!(
+        reason(&t).0 == Some(Phase::Running),
+        "off: {:?}",
+        reason(&t)
+    );
     let job = jobs.get("off").await?;
     ensure!(!job.annotations().contains_key("longtask.dev/output-store"));
-    ensure!(secrets.get_opt("off-outputs").await?.is_none(), "off got a Secret");
+    ensure!(
+        secrets.get_opt("off-outputs").await?.is_none(),
+        "off got a Secret"
+    );
     Ok(())
 }
 
@@ -396,24 +421,42 @@ async fn listed_case(
     .await?;
     let script = "mkdir -p \"$LONGTASK_OUTPUTS/plots\" && printf hello > \"$LONGTASK_OUTPUTS/a.txt\" \
                   && printf 12345678 > \"$LONGTASK_OUTPUTS/plots/b.bin\" && echo 42 > \"$LONGTASK_RESULT\"";
-    let spec = serde_json::json!({ "command": ["sh", "-c", script], "outputs": { "store": store } });
+    let spec =
+        serde_json::json!({ "command": ["sh", "-c", script], "outputs": { "store": store } });
     let task = create(c, &ns.name, "up", spec).await?;
     // The worker runs on the process node; each look is a reconcile.
     let mut t = look(c, &ctx, &ns.name, "up").await?;
     for _ in 0..240 {
-        if t.status.as_ref().and_then(|s| s.phase).is_some_and(|p| p.is_terminal()) {
+        if t.status
+            .as_ref()
+            .and_then(|s| s.phase)
+            .is_some_and(|p| p.is_terminal())
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
         t = look(c, &ctx, &ns.name, "up").await?;
     }
     let (phase, why, message) = reason(&t);
-    ensure!(phase == Some(Phase::Completed), "{phase:?} {why}: {message}");
-    let o = t.status.and_then(|s| s.outputs).context("no status.outputs")?;
+    ensure!(
+        phase == Some(Phase::Completed),
+        "{phase:?} {why}: {message}"
+    );
+    let o = t
+        .status
+        .and_then(|s| s.outputs)
+        .context("no status.outputs")?;
     let uid = task.uid().context("uid")?;
     let prefix = object_prefix("lt/", &ns.name, "up", &uid);
-    ensure!(o.location == format!("s3://{}/{prefix}", seaweed::BUCKET), "{}", o.location);
-    ensure!((o.count, o.total_bytes, o.size.as_str()) == (2, 13, "13"), "{o:?}");
+    ensure!(
+        o.location == format!("s3://{}/{prefix}", seaweed::BUCKET),
+        "{}",
+        o.location
+    );
+    ensure!(
+        (o.count, o.total_bytes, o.size.as_str()) == (2, 13, "13"),
+        "{o:?}"
+    );
     let names: Vec<&str> = o.files.iter().map(|f| f.name.as_str()).collect();
     ensure!(names == ["a.txt", "plots/b.bin"], "{names:?}");
     let hello = &o.files[0];
@@ -425,7 +468,10 @@ async fn listed_case(
     let (grant, secret): (DownloadGrant, Secret) =
         secret_json(c, &ns.name, "up-outputs", "download.json").await?;
     let data_keys: Vec<String> = secret.data.unwrap_or_default().into_keys().collect();
-    ensure!(data_keys == ["download.json"], "the upload grant is still there: {data_keys:?}");
+    ensure!(
+        data_keys == ["download.json"],
+        "the upload grant is still there: {data_keys:?}"
+    );
     let url = grant.urls.get("a.txt").context("no URL for a.txt")?;
     let http = longtask_store::http_client(Duration::from_secs(10))?;
     let dest = scratch.0.join("a.txt");

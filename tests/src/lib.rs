@@ -226,9 +226,11 @@ impl Cluster {
     }
 
     /// Installs longtask the way a user does and waits for the operator:
-    /// `manifests/` through an overlay that sets the one flag the cases
-    /// need, `--cron-min-interval=1` (as its env var; the CronTask cases use
-    /// schedules with a seconds field, which the default of 60 refuses).
+    /// `manifests/` through an overlay that sets the two flags the cases
+    /// need (as env vars): `--cron-min-interval=1` (the CronTask cases use
+    /// schedules with a seconds field, which the default of 60 refuses) and
+    /// `--output-gc-interval=5` (the outputs suite waits for the sweep of a
+    /// store that was down; with no OutputStore a sweep does nothing).
     pub async fn install(&self) -> Result<()> {
         let manifests = root().join("manifests");
         let overlay = self.dir.join("install");
@@ -239,7 +241,9 @@ impl Cluster {
                 "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
                  resources: [{}]\npatches:\n  - target: {{kind: Deployment, name: longtask-operator}}\n    \
                  patch: |-\n      - op: add\n        path: /spec/template/spec/containers/0/env/-\n        \
-                 value: {{name: LONGTASK_CRON_MIN_INTERVAL, value: \"1\"}}\n",
+                 value: {{name: LONGTASK_CRON_MIN_INTERVAL, value: \"1\"}}\n      \
+                 - op: add\n        path: /spec/template/spec/containers/0/env/-\n        \
+                 value: {{name: LONGTASK_OUTPUT_GC_INTERVAL, value: \"5\"}}\n",
                 // kustomize takes no absolute path: up to / and down again.
                 Path::new(&"../".repeat(overlay.components().count().saturating_sub(1)))
                     .join(manifests.strip_prefix("/").unwrap_or(&manifests))

@@ -72,6 +72,14 @@ fn parallel_done() {
 
 /// Runs the selected `cases` on a fresh cluster of `shape`; exits 1 on any failure.
 pub async fn main(cases: &[Case], shape: Shape) {
+    if !run(cases, shape).await {
+        std::process::exit(1);
+    }
+}
+
+/// [`main`] that returns whether every case passed instead of exiting, for
+/// a suite that must stop what it started beside the cluster.
+pub async fn run(cases: &[Case], shape: Shape) -> bool {
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -83,7 +91,7 @@ pub async fn main(cases: &[Case], shape: Shape) {
     println!("running {} end-to-end cases", selected.len());
     if selected.is_empty() {
         println!("e2e: 0 passed, 0 failed");
-        return;
+        return true;
     }
     let started = Instant::now();
     let mut cluster = match setup(&shape).await {
@@ -91,7 +99,7 @@ pub async fn main(cases: &[Case], shape: Shape) {
         Err(e) => {
             println!("e2e setup failed: {e:#}");
             println!("e2e: 0 passed, {} failed", selected.len());
-            std::process::exit(1);
+            return false;
         }
     };
     let shared = Arc::new(cluster);
@@ -128,9 +136,7 @@ pub async fn main(cases: &[Case], shape: Shape) {
         results.len() - failed.len(),
         failed.len()
     );
-    if !failed.is_empty() {
-        std::process::exit(1);
-    }
+    failed.is_empty()
 }
 
 async fn setup(shape: &Shape) -> Result<Cluster> {
