@@ -147,6 +147,7 @@ impl Client {
         creds: Credentials,
         timeout: Duration,
     ) -> Result<Client, StoreError> {
+        crate::install_crypto_provider();
         let http = reqwest::Client::builder()
             .connect_timeout(timeout)
             .timeout(timeout)

@@ -45,15 +45,17 @@ pub use upload::{Change, UploadError, UploadOptions, Uploaded, upload_file};
 
 /// Installs rustls' ring crypto provider as the process default, once;
 /// later calls (or a provider another crate installed) are left alone.
+/// Every client this crate builds calls it first (reqwest's
+/// `rustls-no-provider` panics at build without one).
 pub fn install_crypto_provider() {
     // An error only says a provider is already installed: fine either way.
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 /// An HTTP client for [`download`]: connecting, and each read of the
-/// answer, bounded by `timeout`, never the whole transfer. Call
-/// [`install_crypto_provider`] first.
+/// answer, bounded by `timeout`, never the whole transfer.
 pub fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, reqwest::Error> {
+    install_crypto_provider();
     reqwest::Client::builder()
         .connect_timeout(timeout)
         .read_timeout(timeout)
@@ -67,6 +69,7 @@ pub fn http_client(timeout: std::time::Duration) -> Result<reqwest::Client, reqw
 pub fn upload_client(
     connect_timeout: std::time::Duration,
 ) -> Result<reqwest::Client, reqwest::Error> {
+    install_crypto_provider();
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .build()
