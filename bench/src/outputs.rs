@@ -193,11 +193,18 @@ impl Bench {
         FA: Future<Output = Result<Rate>>,
         FB: Future<Output = Result<Rate>>,
     {
+        // Each side starts with no dirty pages left by the one before (the
+        // store's writes, the last download): without this, whichever side
+        // went first paid for the flush, by up to half its rate.
         if ours_first {
+            settle().await?;
             let o = ours().await?;
+            settle().await?;
             Ok((o, plain().await?))
         } else {
+            settle().await?;
             let p = plain().await?;
+            settle().await?;
             Ok((ours().await?, p))
         }
     }
@@ -410,4 +417,33 @@ fn print_rows(rows: &[Row], cli: &Cli) {
             100.0 * ours.mb_s() / plain.mb_s().max(1e-9)
         );
     }
+    println!("median over the rounds (rounds vary by up to 2x on 2 shared cores):");
+    let mut cases: Vec<&str> = rows.iter().map(|(c, _, _)| c.as_str()).collect();
+    cases.dedup();
+    cases.truncate(4);
+    for case in cases {
+        let of =
+            |pick: fn(&Row) -> f64| median(rows.iter().filter(|r| r.0 == case).map(pick).collect());
+        let (ours, plain) = (of(|r| r.1.mb_s()), of(|r| r.2.mb_s()));
+        let ratio = of(|r| 100.0 * r.1.mb_s() / r.2.mb_s().max(1e-9));
+        println!("{case:<12} {ours:>12.1} {plain:>12.1} {ratio:>7.0}%");
+    }
+}
+
+/// The middle value (the mean of the two middle ones for an even count).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Flushes every dirty page to disk (sync(1)), outside any timing.
+async fn settle() -> Result<()> {
+    let status =
+        tokio::task::spawn_blocking(|| std::process::Command::new("sync").status()).await??;
+    ensure!(status.success(), "sync: {status}");
+    Ok(())
 }

@@ -6,7 +6,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use ring::digest;
-use tokio::io::AsyncWriteExt as _;
 
 use crate::hex;
 use crate::http::{self, RequestError};
@@ -127,6 +126,10 @@ async fn get(
     }
 }
 
+/// Chunks in flight between the socket and the writer: memory stays
+/// bounded (a few of reqwest's chunks, tens of KiB each).
+const IN_FLIGHT: usize = 16;
+
 async fn fetch(
     http: &reqwest::Client,
     url: &str,
@@ -137,39 +140,54 @@ async fn fetch(
 ) -> Result<(), DownloadError> {
     let object = object_of(url);
     let mut resp = get(http, url, &object, expect_size).await?;
-    let too_big = |got| DownloadError::Size {
-        object: object.clone(),
-        expected: expect_size,
-        got,
-    };
-    let write_failed = |source| DownloadError::Write {
-        path: part.to_path_buf(),
-        source,
-    };
-    let mut file = tokio::fs::File::create(part)
+    let file = tokio::fs::File::create(part)
         .await
         .map_err(|source| DownloadError::Create {
             path: part.to_path_buf(),
             source,
-        })?;
-    let mut ctx = digest::Context::new(&digest::SHA256);
+        })?
+        .into_std()
+        .await;
+    // Hashing and writing on a thread of their own, beside the socket's
+    // reads: on 2 cores, inline they cost 40-60% of a plain GET's rate.
+    let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(IN_FLIGHT);
+    let writer = tokio::task::spawn_blocking(move || hash_and_write(file, rx));
     let mut got = 0u64;
-    while let Some(chunk) = resp.chunk().await.map_err(|source| DownloadError::Read {
-        object: object.clone(),
-        source,
-    })? {
+    let received = loop {
+        let chunk = match resp.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break Ok(()),
+            Err(source) => {
+                break Err(DownloadError::Read {
+                    object: object.clone(),
+                    source,
+                });
+            }
+        };
         got += chunk.len() as u64;
-        if got > expect_size {
-            return Err(too_big(got));
+        if got > expect_size || tx.send(chunk).await.is_err() {
+            // Too big, or the writer stopped (its error is reported below).
+            break Ok(());
         }
-        ctx.update(&chunk);
-        file.write_all(&chunk).await.map_err(write_failed)?;
         progress(got);
-    }
+    };
+    drop(tx);
+    let written = writer.await.map_err(|e| DownloadError::Write {
+        path: part.to_path_buf(),
+        source: io::Error::other(e),
+    })?;
+    received?;
+    let digest = written.map_err(|source| DownloadError::Write {
+        path: part.to_path_buf(),
+        source,
+    })?;
     if got != expect_size {
-        return Err(too_big(got));
+        return Err(DownloadError::Size {
+            object,
+            expected: expect_size,
+            got,
+        });
     }
-    let digest = hex::encode(ctx.finish().as_ref());
     let expected = expect_sha256
         .strip_prefix("sha256:")
         .unwrap_or(expect_sha256);
@@ -180,7 +198,23 @@ async fn fetch(
             got: digest,
         });
     }
-    file.sync_all().await.map_err(write_failed)
+    Ok(())
+}
+
+/// Writes every chunk `rx` gives to `file` and hashes it; the hex sha256
+/// once `rx` is closed and the file is synced.
+fn hash_and_write(
+    mut file: std::fs::File,
+    mut rx: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+) -> io::Result<String> {
+    use std::io::Write as _;
+    let mut ctx = digest::Context::new(&digest::SHA256);
+    while let Some(chunk) = rx.blocking_recv() {
+        ctx.update(&chunk);
+        file.write_all(&chunk)?;
+    }
+    file.sync_all()?;
+    Ok(hex::encode(ctx.finish().as_ref()))
 }
 
 #[cfg(test)]
