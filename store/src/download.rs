@@ -139,7 +139,7 @@ async fn fetch(
     progress: &mut (dyn FnMut(u64) + Send),
 ) -> Result<(), DownloadError> {
     let object = object_of(url);
-    let mut resp = get(http, url, &object, expect_size).await?;
+    let resp = get(http, url, &object, expect_size).await?;
     let file = tokio::fs::File::create(part)
         .await
         .map_err(|source| DownloadError::Create {
@@ -152,35 +152,16 @@ async fn fetch(
     // reads: on 2 cores, inline they cost 40-60% of a plain GET's rate.
     let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(IN_FLIGHT);
     let writer = tokio::task::spawn_blocking(move || hash_and_write(file, rx));
-    let mut got = 0u64;
-    let received = loop {
-        let chunk = match resp.chunk().await {
-            Ok(Some(chunk)) => chunk,
-            Ok(None) => break Ok(()),
-            Err(source) => {
-                break Err(DownloadError::Read {
-                    object: object.clone(),
-                    source,
-                });
-            }
-        };
-        got += chunk.len() as u64;
-        if got > expect_size || tx.send(chunk).await.is_err() {
-            // Too big, or the writer stopped (its error is reported below).
-            break Ok(());
-        }
-        progress(got);
-    };
-    drop(tx);
-    let written = writer.await.map_err(|e| DownloadError::Write {
-        path: part.to_path_buf(),
-        source: io::Error::other(e),
-    })?;
-    received?;
-    let digest = written.map_err(|source| DownloadError::Write {
+    let received = receive(resp, &object, expect_size, tx, progress).await;
+    let write_failed = |source| DownloadError::Write {
         path: part.to_path_buf(),
         source,
-    })?;
+    };
+    let written = writer
+        .await
+        .map_err(|e| write_failed(io::Error::other(e)))?;
+    let got = received?;
+    let digest = written.map_err(write_failed)?;
     if got != expect_size {
         return Err(DownloadError::Size {
             object,
@@ -199,6 +180,30 @@ async fn fetch(
         });
     }
     Ok(())
+}
+
+/// Hands the body's chunks to `tx` until it ends, passes `expect_size`,
+/// or the writer stops (whose error the caller reports); the bytes
+/// received. Dropping `tx` at the end tells the writer to finish.
+async fn receive(
+    mut resp: reqwest::Response,
+    object: &str,
+    expect_size: u64,
+    tx: tokio::sync::mpsc::Sender<bytes::Bytes>,
+    progress: &mut (dyn FnMut(u64) + Send),
+) -> Result<u64, DownloadError> {
+    let mut got = 0u64;
+    while let Some(chunk) = resp.chunk().await.map_err(|source| DownloadError::Read {
+        object: object.to_owned(),
+        source,
+    })? {
+        got += chunk.len() as u64;
+        if got > expect_size || tx.send(chunk).await.is_err() {
+            break;
+        }
+        progress(got);
+    }
+    Ok(got)
 }
 
 /// Writes every chunk `rx` gives to `file` and hashes it; the hex sha256
