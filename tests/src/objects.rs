@@ -181,7 +181,7 @@ pub fn give_outputs(
     let status = serde_json::json!({"status": {"outputs": {
         "store": "default",
         "location": format!("s3://bucket/lt/{}/{task}/uid/", ns.name),
-        "count": listed.len(), "totalBytes": total, "size": human(total as u64),
+        "count": listed.len(), "totalBytes": total, "size": crds::outputs::human_size(total as u64),
         "files": files, "downloadSecret": format!("{task}-outputs"),
     }}});
     ns.k(&[
@@ -205,20 +205,4 @@ pub fn give_outputs(
     });
     ns.apply(&secret.to_string())?;
     Ok(())
-}
-
-/// Size for people as the operator writes `status.outputs.size`: `512`,
-/// `1.5Ki`, `2.0Gi`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 6] = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-    if bytes < 1024 {
-        return bytes.to_string();
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{value:.1}{}", UNITS[unit])
 }

@@ -337,7 +337,9 @@ async fn namespace_limit(ctx: &Context, namespace: &str) -> Result<Option<u32>, 
         .and_then(|s| s.get(&ObjectRef::new(namespace)));
     let annotations = match cached {
         Some(ns) => ns.metadata.annotations.clone(),
-        None => api::namespace_annotations(ctx, namespace).await?,
+        None => api::namespace_metadata(ctx, namespace, "its Task limit")
+            .await?
+            .and_then(|m| m.annotations),
     };
     Ok(
         queue::namespace_limit(annotations.as_ref()).unwrap_or_else(|e| {

@@ -9,6 +9,7 @@ use crds::{Task, TaskStatus};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
     PostParams, Preconditions,
@@ -78,9 +79,10 @@ pub enum ApiError {
         #[source]
         source: CallError,
     },
-    #[error("cannot get namespace {name} for its Task limit")]
+    #[error("cannot get namespace {name} for {why}")]
     GetNamespace {
         name: String,
+        why: &'static str,
         #[source]
         source: CallError,
     },
@@ -164,12 +166,6 @@ pub enum ApiError {
     #[error("cannot delete finished Task {namespace}/{name}")]
     DeleteTask {
         namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot get namespace {name} for its output store label")]
-    GetNamespaceLabels {
         name: String,
         #[source]
         source: CallError,
@@ -510,32 +506,20 @@ pub async fn list_job_task_uids(
         .collect())
 }
 
-/// The annotations of namespace `name` (absent namespace: none).
-pub async fn namespace_annotations(
+/// The metadata of namespace `name` (absent namespace: none), read for
+/// `why` (its annotations hold its Task limit, its labels its output store).
+pub async fn namespace_metadata(
     ctx: &Context,
     name: &str,
-) -> Result<Option<std::collections::BTreeMap<String, String>>, ApiError> {
+    why: &'static str,
+) -> Result<Option<ObjectMeta>, ApiError> {
     let api: Api<Namespace> = Api::all(ctx.client.clone());
     call(ctx, "get", api.get_metadata_opt(name))
         .await
-        .map(|ns| ns.and_then(|n| n.metadata.annotations))
+        .map(|ns| ns.map(|n| n.metadata))
         .map_err(|source| ApiError::GetNamespace {
             name: name.to_owned(),
-            source,
-        })
-}
-
-/// The labels of namespace `name` (absent namespace: none).
-pub async fn namespace_labels(
-    ctx: &Context,
-    name: &str,
-) -> Result<Option<std::collections::BTreeMap<String, String>>, ApiError> {
-    let api: Api<Namespace> = Api::all(ctx.client.clone());
-    call(ctx, "get", api.get_metadata_opt(name))
-        .await
-        .map(|ns| ns.map(|n| n.metadata.labels.unwrap_or_default()))
-        .map_err(|source| ApiError::GetNamespaceLabels {
-            name: name.to_owned(),
+            why,
             source,
         })
 }

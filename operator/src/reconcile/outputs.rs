@@ -110,7 +110,11 @@ async fn namespace_labels(
         .and_then(|s| s.get(&ObjectRef::new(namespace)));
     match cached {
         Some(ns) => Ok(Some(ns.metadata.labels.clone().unwrap_or_default())),
-        None => Ok(api::namespace_labels(ctx, namespace).await?),
+        None => Ok(
+            api::namespace_metadata(ctx, namespace, "its output store label")
+                .await?
+                .map(|m| m.labels.unwrap_or_default()),
+        ),
     }
 }
 
