@@ -18,11 +18,11 @@ use longtask_store::{
 /// A store in a fresh directory, or `None` (test skipped) without weed.
 async fn store(test: &str) -> Option<(Seaweed, tempdir::Dir)> {
     if !Seaweed::installed() {
-        eprintln!(
-            "SKIPPED {test}: {} is not installed (run tools/seaweedfs/install)",
+        // A failure, not a skip: a missing store must not pass as green.
+        panic!(
+            "{test}: {} is not installed (run tools/seaweedfs/install)",
             Seaweed::weed().display()
         );
-        return None;
     }
     longtask_store::install_crypto_provider();
     let dir = tempdir::Dir::new(test);

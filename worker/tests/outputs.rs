@@ -35,11 +35,11 @@ impl Drop for Scratch {
 
 async fn store(test: &str, scratch: &Scratch) -> Option<Seaweed> {
     if !Seaweed::installed() {
-        eprintln!(
-            "SKIPPED {test}: {} is not installed (run tools/seaweedfs/install)",
+        // A failure, not a skip: a missing store must not pass as green.
+        panic!(
+            "{test}: {} is not installed (run tools/seaweedfs/install)",
             Seaweed::weed().display()
         );
-        return None;
     }
     longtask_store::install_crypto_provider();
     Some(
