@@ -149,9 +149,14 @@ pub async fn cluster(
     )?;
     // A running Job without pods, and none active: is the API server
     // refusing them? (A pod the cache has not seen yet is counted active.)
+    // Within the process's budget of such lists; else at the next look.
     let pod_refused = match ours {
         Some(j)
-            if reads.pods && read.pods.is_empty() && observe::finish(j).is_none() && !active(j) =>
+            if reads.pods
+                && read.pods.is_empty()
+                && observe::finish(j).is_none()
+                && !active(j)
+                && ctx.backoff.take_refusal_look() =>
         {
             api::pod_refusal(ctx, id.namespace, j).await?
         }
