@@ -31,9 +31,8 @@ pub fn sha256(bytes: &[u8]) -> String {
 
 /// `sha256:<hex>` of what `sh -c script` prints (large streams, hashed by sha256sum).
 fn sha256_of_command(script: &str) -> Result<String> {
-    // pipefail: a script that fails is an error, not the digest of nothing.
-    let out = std::process::Command::new("bash")
-        .args(["-c", &format!("set -o pipefail; {script} | sha256sum")])
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("{script} | sha256sum")])
         .output()?;
     ensure!(out.status.success(), "{script}: {out:?}");
     let hex = String::from_utf8_lossy(&out.stdout);
@@ -43,9 +42,20 @@ fn sha256_of_command(script: &str) -> Result<String> {
     ))
 }
 
-/// `sha256:<hex>` of a file on disk.
+/// `sha256:<hex>` of a file on disk (a missing file is an error, not the
+/// digest of nothing).
 fn sha256_of_file(path: &Path) -> Result<String> {
-    sha256_of_command(&format!("cat '{}'", path.display()))
+    let out = std::process::Command::new("sha256sum").arg(path).output()?;
+    ensure!(
+        out.status.success(),
+        "sha256sum {}: {out:?}",
+        path.display()
+    );
+    let hex = String::from_utf8_lossy(&out.stdout);
+    Ok(format!(
+        "sha256:{}",
+        hex.split_whitespace().next().unwrap_or("")
+    ))
 }
 
 /// The entry of `status.outputs.files` named `name`.

@@ -113,11 +113,35 @@ impl Seaweed {
             ports: Ports::pick()?,
             child: None,
         };
-        store.spawn()?;
-        store
-            .until_ready(|c| async move { c.create_bucket().await })
-            .await?;
+        // A port picked free can be taken before weed binds it (an
+        // outgoing connection's ephemeral port): weed then exits at once
+        // (glog's Fatal, status 255). Such a start is tried again, on new
+        // ports and empty data, twice at most.
+        for attempt in 1.. {
+            store.spawn()?;
+            let ready = store
+                .until_ready(|c| async move { c.create_bucket().await })
+                .await;
+            match ready {
+                Ok(()) => break,
+                Err(e) if attempt < 3 && store.exited() => {
+                    eprintln!("seaweedfs exited on start (attempt {attempt}), new ports: {e:#}");
+                    store.stop();
+                    std::fs::remove_dir_all(dir.join("data"))?;
+                    std::fs::create_dir_all(dir.join("data"))?;
+                    store.ports = Ports::pick()?;
+                }
+                Err(e) => return Err(e),
+            }
+        }
         Ok(store)
+    }
+
+    /// Whether the weed process has ended.
+    fn exited(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| c.try_wait().ok().flatten().is_some())
     }
 
     /// `http://127.0.0.1:<s3 port>`.
@@ -164,7 +188,12 @@ impl Seaweed {
             let _ = child.kill();
             let _ = child.wait();
         }
-        // weed's gRPC Unix sockets are named by our ports, under /tmp.
+        self.remove_sockets();
+    }
+
+    /// weed's gRPC Unix sockets, named by our ports under /tmp. A killed
+    /// weed leaves them; one of a port picked again would stop the next.
+    fn remove_sockets(&self) {
         for (kind, port) in [
             ("master", self.ports.master_grpc),
             ("volume", self.ports.volume_grpc),
@@ -192,6 +221,8 @@ impl Seaweed {
     }
 
     fn spawn(&mut self) -> Result<()> {
+        // Our ports are free, so no live weed owns these sockets.
+        self.remove_sockets();
         let p = self.ports;
         let d = &self.dir;
         let log = File::options()
