@@ -5,7 +5,8 @@
 //! every control-plane process read from /proc before and after each kind,
 //! less the idle rate measured before the round. Kinds: the Task status by
 //! server-side apply, by merge patch, by merge patch carrying a
-//! resourceVersion; a Task create against a ConfigMap create (the CRD's
+//! resourceVersion, by a merge patch of its message alone; a ConfigMap
+//! merge patch (an update of a built-in type); a Task create against a ConfigMap create (the CRD's
 //! JSON and CEL against a built-in type); an Event create. Rounds alternate
 //! the order. See bench/README.md.
 
@@ -41,6 +42,10 @@ struct Cli {
     /// them to images; neither runs here).
     #[arg(long)]
     bin_dir: Option<PathBuf>,
+    /// The CRDs to install (default manifests/crd.yaml): e.g. a copy
+    /// without its CEL rules, to measure what they cost.
+    #[arg(long)]
+    crd: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,15 +53,19 @@ enum Kind {
     StatusApply,
     StatusMerge,
     StatusMergeRv,
+    StatusMessage,
+    ConfigMapPatch,
     TaskCreate,
     ConfigMapCreate,
     EventCreate,
 }
 
-const KINDS: [Kind; 6] = [
+const KINDS: [Kind; 8] = [
     Kind::StatusApply,
     Kind::StatusMerge,
     Kind::StatusMergeRv,
+    Kind::StatusMessage,
+    Kind::ConfigMapPatch,
     Kind::TaskCreate,
     Kind::ConfigMapCreate,
     Kind::EventCreate,
@@ -68,6 +77,8 @@ impl Kind {
             Kind::StatusApply => "status apply (SSA)",
             Kind::StatusMerge => "status merge patch",
             Kind::StatusMergeRv => "status merge + rv",
+            Kind::StatusMessage => "status message only",
+            Kind::ConfigMapPatch => "ConfigMap patch",
             Kind::TaskCreate => "Task create",
             Kind::ConfigMapCreate => "ConfigMap create",
             Kind::EventCreate => "Event create",
@@ -114,7 +125,10 @@ async fn run(cli: Cli) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     println!("load average before: {}", load_average());
     let cluster = cluster::Cluster::up(&dir, &bin_dir, 1, 2, false).await?;
-    let crd = root.join("manifests/crd.yaml");
+    let crd = cli
+        .crd
+        .clone()
+        .unwrap_or_else(|| root.join("manifests/crd.yaml"));
     cluster.kubectl(&[
         "apply",
         "--server-side",
@@ -148,6 +162,11 @@ impl Bench {
             .create(&PostParams::default(), &task("target")?)
             .await
             .context("create the target Task")?;
+        let cm: ConfigMap = serde_json::from_value(json!({"metadata": {"name": "target"}}))?;
+        Api::<ConfigMap>::namespaced(self.cluster.client.clone(), NS)
+            .create(&PostParams::default(), &cm)
+            .await
+            .context("create the target ConfigMap")?;
         let mut all = Vec::new();
         for round in 0..rounds {
             let idle = self.idle_rate().await?;
@@ -239,6 +258,22 @@ impl Bench {
                     .await?;
                 (body, t.metadata.resource_version)
             }
+            Kind::StatusMessage => {
+                let body = json!({"status": {"message": format!("write {round} {i}")}});
+                let pp = PatchParams::default();
+                let t = self
+                    .tasks
+                    .patch_status("target", &pp, &Patch::Merge(&body))
+                    .await?;
+                (body, t.metadata.resource_version)
+            }
+            Kind::ConfigMapPatch => {
+                let body = json!({"data": {"message": format!("write {round} {i}")}});
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+                api.patch("target", &PatchParams::default(), &Patch::Merge(&body))
+                    .await?;
+                (body, None)
+            }
             Kind::TaskCreate => {
                 let t = task(&format!("c-{round}-{i}"))?;
                 self.tasks.create(&PostParams::default(), &t).await?;
@@ -280,7 +315,8 @@ impl Bench {
             }
             Kind::ConfigMapCreate => {
                 let api: Api<ConfigMap> = Api::namespaced(self.cluster.client.clone(), NS);
-                api.delete_collection(&dp, &lp).await?;
+                let made = lp.clone().fields("metadata.name!=target");
+                api.delete_collection(&dp, &made).await?;
             }
             _ => {}
         }
@@ -310,7 +346,7 @@ fn status(i: usize) -> Value {
         "jobName": "target", "jobUid": "0b5c6f4e-3c1f-4c1e-9d7a-2a1b3c4d5e6f",
         "podName": "target-x7k2p", "startedAt": t, "attempts": 1,
         "progress": {"percent": (i % 100) as i64, "message": format!("step {i}"),
-            "display": format!("{}%", i % 100), "pod": "target-x7k2p", "updatedAt": t},
+            "display": format!("{}%", i % 100), "updatedAt": t},
         "conditions": [cond("Running", "True", "Running"), cond("Waiting", "False", "Started"),
             cond("Complete", "False", "Running"), cond("Failed", "False", "Running"),
             cond("Finished", "False", "Running")]
