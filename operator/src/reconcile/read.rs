@@ -147,19 +147,8 @@ pub async fn cluster(
             })
         },
     )?;
-    // A running Job without pods, and none active: is the API server
-    // refusing them? (A pod the cache has not seen yet is counted active.)
-    // Within the process's budget of such lists; else at the next look.
     let pod_refused = match ours {
-        Some(j)
-            if reads.pods
-                && read.pods.is_empty()
-                && observe::finish(j).is_none()
-                && !active(j)
-                && ctx.backoff.take_refusal_look() =>
-        {
-            api::pod_refusal(ctx, id.namespace, j).await?
-        }
+        Some(j) if reads.pods && read.pods.is_empty() => refusal(ctx, id, j).await?,
         _ => None,
     };
     let mut seen = Seen {
@@ -276,6 +265,17 @@ async fn pods(ctx: &Context, id: &Identity<'_>, job: &Job, all: bool) -> Result<
 }
 
 /// True when the Job controller counts a pod of `job` as active.
+/// For a running Job that has no pod and none active: is the API server
+/// refusing them? (A pod the cache has not seen yet is counted active.)
+/// Within the process's budget of such lists (`Backoff`); else at the
+/// next look.
+async fn refusal(ctx: &Context, id: &Identity<'_>, job: &Job) -> Result<Option<String>, Error> {
+    if observe::finish(job).is_some() || active(job) || !ctx.backoff.take_refusal_look() {
+        return Ok(None);
+    }
+    Ok(api::pod_refusal(ctx, id.namespace, job).await?)
+}
+
 fn active(job: &Job) -> bool {
     job.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
 }
