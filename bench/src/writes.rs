@@ -46,7 +46,15 @@ struct Cli {
     /// without its CEL rules, to measure what they cost.
     #[arg(long)]
     crd: Option<PathBuf>,
+    /// After the rounds, take a CPU profile of the API server (5 s) while
+    /// the Task status (message only) is written, and one while a
+    /// ConfigMap is patched, into DIR/<Kind>.pprof for `go tool pprof`.
+    #[arg(long)]
+    apiserver_profile: Option<PathBuf>,
 }
+
+/// Seconds of each API server profile.
+const PROFILE_SECONDS: u32 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
@@ -124,7 +132,8 @@ async fn run(cli: Cli) -> Result<()> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     println!("load average before: {}", load_average());
-    let cluster = cluster::Cluster::up(&dir, &bin_dir, 1, 2, false).await?;
+    let profiling = cli.apiserver_profile.is_some();
+    let cluster = cluster::Cluster::up(&dir, &bin_dir, 1, 2, profiling).await?;
     let crd = cli
         .crd
         .clone()
@@ -150,8 +159,14 @@ async fn run(cli: Cli) -> Result<()> {
         ticks: procfs::clock_ticks(),
     };
     let result = bench.rounds(cli.rounds).await;
+    let profiled = match (&result, &cli.apiserver_profile) {
+        (Ok(_), Some(d)) => bench.profiles(d).await,
+        _ => Ok(()),
+    };
     bench.cluster.down()?;
-    print_table(&result?, cli.n);
+    let all = result?;
+    profiled?;
+    print_table(&all, cli.n);
     println!("load average after: {}", load_average());
     Ok(())
 }
@@ -224,6 +239,28 @@ impl Bench {
             wall,
             cpu,
         })
+    }
+
+    /// An API server profile while each of two kinds is written, back to
+    /// back, for as long as the profile takes.
+    async fn profiles(&self, dir: &std::path::Path) -> Result<()> {
+        for kind in [Kind::StatusMessage, Kind::ConfigMapPatch] {
+            let out = dir.join(format!("{kind:?}.pprof"));
+            let profile = tokio::spawn(self.cluster.cpu_profile(&out, PROFILE_SECONDS)?);
+            let mut rv = self.target_rv().await?;
+            let mut i = 0;
+            while !profile.is_finished() {
+                rv = self.write(kind, 99, i, &rv).await?.1;
+                i += 1;
+            }
+            profile.await??;
+            println!(
+                "{}: {i} writes profiled into {}",
+                kind.name(),
+                out.display()
+            );
+        }
+        Ok(())
     }
 
     async fn target_rv(&self) -> Result<String> {
