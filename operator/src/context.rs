@@ -213,25 +213,9 @@ impl WorkerRbac {
 
 /// Per-object exponential backoff: consecutive failures per Task, forgotten
 /// on the first success. This is retry bookkeeping, never Task state.
-/// Also the gate of the one read whose cost grows with the namespace.
 #[derive(Default)]
 pub struct Backoff {
     failures: Mutex<HashMap<ObjectRef<Task>, u32>>,
-    refusal_looks: Mutex<Window>,
-}
-
-/// Lists of a podless Job's Events (`api::pod_refusal`) allowed a second,
-/// for the whole process. The API server answers each by filtering every
-/// Event of the namespace; a burst of Jobs the Job controller has not
-/// caught up with would otherwise make hundreds a second (issue 37). Over
-/// the budget the look is skipped: the Task looks again (`podless_look`).
-pub const REFUSAL_LOOKS_PER_SECOND: u32 = 5;
-
-/// A one-second window and what it has spent.
-#[derive(Default)]
-struct Window {
-    start: Option<Instant>,
-    spent: u32,
 }
 
 impl Backoff {
@@ -246,30 +230,6 @@ impl Backoff {
             Err(_) => 1,
         };
         delay(n, base, max)
-    }
-
-    /// Whether a refusal look may be made now (and counts it).
-    pub fn take_refusal_look(&self) -> bool {
-        self.take_refusal_look_at(Instant::now())
-    }
-
-    fn take_refusal_look_at(&self, now: Instant) -> bool {
-        let Ok(mut w) = self.refusal_looks.lock() else {
-            return true;
-        };
-        if w.start
-            .is_none_or(|s| now.duration_since(s) >= Duration::from_secs(1))
-        {
-            *w = Window {
-                start: Some(now),
-                spent: 0,
-            };
-        }
-        if w.spent >= REFUSAL_LOOKS_PER_SECOND {
-            return false;
-        }
-        w.spent += 1;
-        true
     }
 
     /// Forgets the failures of `key` after a successful reconcile.
@@ -296,18 +256,6 @@ mod tests {
         let got: Vec<u64> = (1..=8).map(|n| delay(n, b, m).as_secs()).collect();
         assert_eq!(got, vec![1, 2, 4, 8, 16, 32, 60, 60]);
         assert_eq!(delay(u32::MAX, b, m), m);
-    }
-
-    #[test]
-    fn refusal_looks_are_five_a_second() {
-        let b = Backoff::default();
-        let t0 = Instant::now();
-        let first: Vec<bool> = (0..7).map(|_| b.take_refusal_look_at(t0)).collect();
-        assert_eq!(first, [true, true, true, true, true, false, false]);
-        let later = t0 + Duration::from_millis(999);
-        assert!(!b.take_refusal_look_at(later), "still the same second");
-        let next = t0 + Duration::from_secs(1);
-        assert!(b.take_refusal_look_at(next), "a new second, a new budget");
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crds::names::annotations::MAX_ACTIVE_TASKS;
 use crds::names::labels;
 use futures::StreamExt;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{self, Controller};
@@ -175,12 +175,14 @@ fn controller(
             }
         })
         .touched_objects();
+    let refusal_stream = refusal_watch(api(client, ns), ctx.clone());
     let moves = queue_moves(ctx, store.clone());
     let controller = Controller::for_stream(task_stream, store)
         .reconcile_on(moves)
         .owns_stream(job_stream)
         .watches_stream(pod_stream, task_of_pod)
         .watches_stream(cm_stream, task_of_result)
+        .watches_stream(refusal_stream, task_of_refused_job)
         .with_config(controller::Config::default().concurrency(concurrency))
         .shutdown_on_signal();
     (controller, job_store)
@@ -280,11 +282,42 @@ fn job_watch(
                 // A deleted Job frees the slot it held (its Task may be gone).
                 if let watcher::Event::Delete(j) = ev {
                     ctx.queue.moved(&j.namespace().unwrap_or_default());
+                    if let Some(uid) = j.metadata.uid.as_deref() {
+                        ctx.caches.forget_refusals(uid);
+                    }
                 }
             }),
         triggers::job_key,
     );
     (stream, job_store)
+}
+
+/// The Job controller's FailedCreate Events of Jobs (the API server
+/// refused a pod), kept in the refusal cache: they wake the Task of the
+/// Job (named after it), which reads why from the cache. The watch is
+/// filtered by the API server; a Job not longtask's wakes at most a
+/// reconcile that finds no such Task.
+fn refusal_watch(
+    events: Api<CoreEvent>,
+    ctx: Arc<Context>,
+) -> impl futures::Stream<Item = Result<CoreEvent, watcher::Error>> + Send + 'static {
+    let cfg = watcher::Config::default()
+        .fields("reason=FailedCreate,involvedObject.kind=Job")
+        .page_size(LIST_PAGE);
+    watcher(events, cfg)
+        .default_backoff()
+        .inspect(move |ev| {
+            if let Ok(ev) = ev {
+                ctx.caches.index_refusal(ev);
+            }
+        })
+        .touched_objects()
+}
+
+/// Maps a FailedCreate Event of a Job to the Task of that name.
+fn task_of_refused_job(ev: CoreEvent) -> Option<ObjectRef<Task>> {
+    let job = &ev.involved_object;
+    Some(ObjectRef::new(job.name.as_deref()?).within(job.namespace.as_deref()?))
 }
 
 /// The live pods that wake their Tasks, kept in the pod cache and its

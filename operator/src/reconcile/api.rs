@@ -8,7 +8,7 @@ use crds::names::{self, API_VERSION, KIND, OPERATOR_FIELD_MANAGER, labels};
 use crds::{Task, TaskStatus};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch, PatchParams,
@@ -116,13 +116,6 @@ pub enum ApiError {
     },
     #[error("cannot list pods of Job {namespace}/{name}")]
     ListPods {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot list the Events of Job {namespace}/{name}")]
-    ListJobEvents {
         namespace: String,
         name: String,
         #[source]
@@ -622,34 +615,6 @@ pub async fn list_pods(
         .into_iter()
         .filter(|p| job_uid.is_some_and(|uid| observe::controlled_by(&p.metadata, uid)))
         .collect())
-}
-
-/// Why the API server refuses `job`'s pods: the message of the Job
-/// controller's newest FailedCreate Event for it, if any.
-pub async fn pod_refusal(
-    ctx: &Context,
-    namespace: &str,
-    job: &Job,
-) -> Result<Option<String>, ApiError> {
-    let Some(uid) = job.metadata.uid.as_deref() else {
-        return Ok(None);
-    };
-    let api: Api<CoreEvent> = Api::namespaced(ctx.client.clone(), namespace);
-    let lp = ListParams::default().fields(&format!("involvedObject.uid={uid},reason=FailedCreate"));
-    let list =
-        call(ctx, "list", api.list(&lp))
-            .await
-            .map_err(|source| ApiError::ListJobEvents {
-                namespace: namespace.to_owned(),
-                name: job.name_any(),
-                source,
-            })?;
-    let newest = list.items.into_iter().max_by_key(|e| {
-        e.last_timestamp
-            .clone()
-            .or_else(|| e.metadata.creation_timestamp.clone())
-    });
-    Ok(newest.and_then(|e| e.message))
 }
 
 /// The Task `name` as stored (the cache holds terminal Tasks slimmed).

@@ -148,7 +148,7 @@ pub async fn cluster(
         },
     )?;
     let pod_refused = match ours {
-        Some(j) if reads.pods && read.pods.is_empty() => refusal(ctx, id, j).await?,
+        Some(j) if reads.pods && read.pods.is_empty() => refusal(ctx, j),
         _ => None,
     };
     let mut seen = Seen {
@@ -264,18 +264,18 @@ async fn pods(ctx: &Context, id: &Identity<'_>, job: &Job, all: bool) -> Result<
     })
 }
 
-/// True when the Job controller counts a pod of `job` as active.
 /// For a running Job that has no pod and none active: is the API server
 /// refusing them? (A pod the cache has not seen yet is counted active.)
-/// Within the process's budget of such lists (`Backoff`); else at the
-/// next look.
-async fn refusal(ctx: &Context, id: &Identity<'_>, job: &Job) -> Result<Option<String>, Error> {
-    if observe::finish(job).is_some() || active(job) || !ctx.backoff.take_refusal_look() {
-        return Ok(None);
+/// From the cache of the Job controller's FailedCreate Events, which a
+/// watch fills and which wake the Task: no reconcile lists Events.
+fn refusal(ctx: &Context, job: &Job) -> Option<String> {
+    if observe::finish(job).is_some() || active(job) {
+        return None;
     }
-    Ok(api::pod_refusal(ctx, id.namespace, job).await?)
+    ctx.caches.refusal(job.metadata.uid.as_deref()?)
 }
 
+/// True when the Job controller counts a pod of `job` as active.
 fn active(job: &Job) -> bool {
     job.status.as_ref().and_then(|s| s.active).unwrap_or(0) > 0
 }

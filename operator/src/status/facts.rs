@@ -606,9 +606,11 @@ fn binary_note(r: &TaskResult) -> String {
 
 /// When to look again at a running, unsuspended Job that has no pod and no
 /// refusal on record: the Job controller reports a refused pod only as an
-/// Event, which wakes nothing, so without this the refusal would be seen
-/// at the next periodic requeue (minutes). Half the Job's age, 2 to 60
-/// seconds: a backoff kept in no memory, and nothing at all once a pod exists.
+/// Event, whose watch wakes the Task; this look is the fallback for one
+/// the watch missed (the refusal cache full, a relist under way), so it
+/// is seen before the next periodic requeue (minutes). Half the Job's age,
+/// 2 to 60 seconds: a backoff kept in no memory, and nothing at all once a
+/// pod exists. A look lists no Events.
 fn podless_look(job: &Job, obs: &Observed<'_>) -> Option<std::time::Duration> {
     let suspended = job.spec.as_ref().and_then(|s| s.suspend) == Some(true);
     let active = job.status.as_ref().and_then(|s| s.active).unwrap_or(0);

@@ -1,5 +1,6 @@
-//! Stuck pending made visible: a pod that cannot start shows Waiting=True
-//! with the scheduler's or node's reason and message (also in
+//! Stuck pending made visible: a pod that cannot start, or that the API
+//! server refuses, shows Waiting=True with the scheduler's, the node's or
+//! the API server's reason and message (also in
 //! `kubectl get tasks`), and spec.startTimeoutSeconds fails it.
 
 use std::sync::Arc;
@@ -72,12 +73,29 @@ pub async fn unschedulable_and_config_error_visible(_c: Arc<Cluster>, ns: TestNs
         "CreateContainerConfigError",
     )
     .await?;
+    // Root in a namespace whose Pod Security level is restricted: the API
+    // server refuses the pods, which the Job controller tells only in its
+    // FailedCreate Events (the operator's watch of them wakes the Task).
+    stuck(
+        &ns,
+        "asroot",
+        "  podTemplate:\n    securityContext: {runAsUser: 0, runAsNonRoot: false}\n",
+        "PodRefused",
+    )
+    .await?;
     // The timed-out Tasks' Jobs are stopped (suspended), not left pending.
-    for n in ["huge-t", "noconfig-t"] {
+    for n in ["huge-t", "noconfig-t", "asroot-t"] {
         let s = ns.k(&["get", "job", n, "-o", "jsonpath={.spec.suspend}"])?;
         ensure!(s == "true", "{n}: Job suspend {s:?}");
     }
-    log.one_each(["huge", "huge-t", "noconfig", "noconfig-t"])?;
+    log.one_each([
+        "huge",
+        "huge-t",
+        "noconfig",
+        "noconfig-t",
+        "asroot",
+        "asroot-t",
+    ])?;
     Ok(())
 }
 

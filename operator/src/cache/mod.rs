@@ -11,13 +11,15 @@
 //! status shows, so an unchanged result is not read again. Never Task
 //! state: a restart lists them again (and reads each result once more).
 
+mod refusals;
+
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
 
 use crds::names::{self, labels};
 use crds::{OutputStore, Task};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::ResourceExt;
 use kube::core::PartialObjectMeta;
@@ -57,6 +59,9 @@ pub struct Caches {
     /// The `OutputStore`s (cluster-scoped: only when the operator watches
     /// every namespace).
     output_stores: OnceLock<Store<OutputStore>>,
+    /// Why the API server refuses Jobs' pods (the Job controller's
+    /// FailedCreate Events), by Job UID.
+    refusals: Mutex<refusals::Refusals>,
 }
 
 impl Caches {
@@ -84,6 +89,28 @@ impl Caches {
     pub fn index_result(&self, ev: &Event<PartialObjectMeta<ConfigMap>>) {
         if let Ok(mut versions) = self.results.lock() {
             versions.apply(ev);
+        }
+    }
+
+    /// Keeps the refusals in step with the watch of FailedCreate Events;
+    /// called with each event before it wakes a Task.
+    pub fn index_refusal(&self, ev: &Event<CoreEvent>) {
+        if let Ok(mut r) = self.refusals.lock() {
+            r.apply(ev);
+        }
+    }
+
+    /// The newest message of the Job controller's FailedCreate Events of
+    /// Job `job_uid`: why the API server refuses its pods. `None` when
+    /// there is none, or before the watch has listed them.
+    pub fn refusal(&self, job_uid: &str) -> Option<String> {
+        self.refusals.lock().ok()?.of(job_uid)
+    }
+
+    /// Job `job_uid` was deleted: its refusals are no longer kept.
+    pub fn forget_refusals(&self, job_uid: &str) {
+        if let Ok(mut r) = self.refusals.lock() {
+            r.forget(job_uid);
         }
     }
 
