@@ -31,6 +31,7 @@ const CLUSTER_SCOPED: &[&str] = &[
     "ClusterRoleBinding",
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionPolicyBinding",
+    "FlowSchema",
 ];
 
 fn str_of<'a>(v: &'a Value, ptr: &str) -> &'a str {

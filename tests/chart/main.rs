@@ -111,7 +111,7 @@ fn assert_same(chart: Objects, kustomize: Objects) {
 fn default_render_is_kustomize_manifests() {
     let chart = render("longtask-system", &[]);
     let kust = kustomize("manifests");
-    assert_eq!(chart.len(), 26, "objects rendered");
+    assert_eq!(chart.len(), 27, "objects rendered");
     assert_same(
         compare::chart(chart, "longtask-system", true),
         compare::kustomize(kust, true),

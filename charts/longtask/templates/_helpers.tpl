@@ -33,7 +33,8 @@ manifests/ that is the one source), rendered as they are plus:
   - metadata.namespace, for the namespaced kinds, set to the release
     namespace;
   - the namespace of every ServiceAccount subject of a (Cluster)RoleBinding
-    set to the release namespace (the operator's account lives there);
+    or a FlowSchema set to the release namespace (the operator's account
+    lives there);
   - on CustomResourceDefinitions, helm.sh/resource-policy: keep when
     crds.keep.
 Call with (dict "file" "files/rbac.yaml" "ctx" $). Objects of the kinds in
@@ -57,6 +58,15 @@ Call with (dict "file" "files/rbac.yaml" "ctx" $). Objects of the kinds in
 {{- range $s := $obj.subjects | default list }}
 {{- if eq $s.kind "ServiceAccount" }}
 {{- $_ := set $s "namespace" $ctx.Release.Namespace -}}
+{{- end }}
+{{- end }}
+{{- if eq $obj.kind "FlowSchema" }}
+{{- range $r := $obj.spec.rules | default list }}
+{{- range $s := $r.subjects | default list }}
+{{- if eq $s.kind "ServiceAccount" }}
+{{- $_ := set $s.serviceAccount "namespace" $ctx.Release.Namespace -}}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
 {{- if and (eq $obj.kind "CustomResourceDefinition") $ctx.Values.crds.keep }}

@@ -118,3 +118,44 @@ pub async fn leader_failover(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     ])?;
     Ok(())
 }
+
+/// The operator's Lease requests go to the API server's leader-election
+/// priority level by the FlowSchema the install makes
+/// (manifests/flow-schema.yaml), so a saturated API server does not queue
+/// a renewal behind the leader's own reconcile calls: the API server's
+/// count of requests that schema dispatched there grows while the leader
+/// renews.
+pub async fn lease_has_its_own_priority_level(c: Arc<Cluster>, _ns: TestNs) -> Result<()> {
+    let dispatched = || -> Result<f64> {
+        let metrics = c.kubectl.run(&["get", "--raw", "/metrics"])?;
+        Ok(metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("apiserver_flowcontrol_dispatched_requests_total{")
+                    && l.contains("flow_schema=\"longtask-operator-leader-election\"")
+                    && l.contains("priority_level=\"leader-election\"")
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum())
+    };
+    let before = dispatched()?;
+    wait::until(
+        Duration::from_secs(60),
+        "Lease requests in leader-election",
+        || async { Ok(dispatched()? > before) },
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "{before} dispatched before; the FlowSchemas: {}",
+            flow_schemas(&c)
+        )
+    })?;
+    Ok(())
+}
+
+fn flow_schemas(c: &Cluster) -> String {
+    c.kubectl
+        .run(&["get", "flowschemas"])
+        .unwrap_or_else(|e| format!("{e:#}"))
+}

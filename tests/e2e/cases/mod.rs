@@ -313,6 +313,11 @@ pub static ALL: &[Case] = &[
     case!(restart_safe, true, restart::restart_safe),
     case!(leader_failover, true, ha::leader_failover),
     case!(
+        lease_has_its_own_priority_level,
+        false,
+        ha::lease_has_its_own_priority_level
+    ),
+    case!(
         namespaced_install_roles_only,
         true,
         rbac::namespaced_install_roles_only
