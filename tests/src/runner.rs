@@ -74,8 +74,8 @@ fn parallel_done() {
 /// How many parallel cases run at once: `LONGTASK_E2E_PARALLEL`, default
 /// 16. All 77 of tests/e2e at once on container nodes, beside the
 /// containers suite's node faults, kept 2 cores at a load of 15: pods took
-/// 37 s to run `echo`, a Job appeared 27 s after its Task said Running, and 11
-/// cases timed out in one CI run. The cases do the same work either way;
+/// 37 s to run `echo`, a Job appeared 27 s after its Task said Running, and 9
+/// cases failed in one CI run (8 of them waits for such pods). The cases do the same work either way;
 /// fewer at once spend less of it on contention (kubectl processes, the
 /// API server's queues) and keep each case's waits meaningful.
 fn parallel_limit() -> usize {

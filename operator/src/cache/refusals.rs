@@ -17,7 +17,6 @@ use kube::runtime::watcher::Event;
 pub const JOBS_MAX: usize = 10_000;
 
 /// One Event's say: when (unix seconds) and what.
-#[derive(Clone, Debug, PartialEq)]
 struct Said {
     at: i64,
     message: String,
@@ -47,7 +46,7 @@ impl Refusals {
             }
             Event::Apply(e) => put(&mut self.by_job, e),
             Event::Delete(e) => {
-                let (Some(job), Some(name)) = (job_of(e), e.metadata.name.as_deref()) else {
+                let Some((job, name)) = key(e) else {
                     return;
                 };
                 if let Some(said) = self.by_job.get_mut(job) {
@@ -81,14 +80,19 @@ impl Refusals {
     }
 }
 
-fn job_of(e: &CoreEvent) -> Option<&str> {
-    (e.involved_object.kind.as_deref() == Some("Job"))
-        .then_some(e.involved_object.uid.as_deref())
-        .flatten()
+/// An Event of a Job: the Job's UID and the Event's name.
+fn key(e: &CoreEvent) -> Option<(&str, &str)> {
+    if e.involved_object.kind.as_deref() != Some("Job") {
+        return None;
+    }
+    Some((
+        e.involved_object.uid.as_deref()?,
+        e.metadata.name.as_deref()?,
+    ))
 }
 
 fn put(by_job: &mut ByJob, e: &CoreEvent) {
-    let (Some(job), Some(name)) = (job_of(e), e.metadata.name.as_deref()) else {
+    let Some((job, name)) = key(e) else {
         return;
     };
     if by_job.len() >= JOBS_MAX && !by_job.contains_key(job) {

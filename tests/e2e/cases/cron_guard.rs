@@ -195,13 +195,16 @@ pub async fn cron_forged_runs_ignored(_c: Arc<Cluster>, ns: TestNs) -> Result<()
         Ok(ended(&runs(&ns, &uid).await?) == 3)
     })
     .await?;
-    // A few scheduled times with the forged runs in the cache.
-    let until = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < until {
-        let rs = runs(&ns, &uid).await?;
+    let all_forged_kept = |rs: &[(String, String)]| -> Result<()> {
         for f in &forged {
             ensure!(rs.iter().any(|r| &r.0 == f), "forged {f} deleted: {rs:?}");
         }
+        Ok(())
+    };
+    // A few scheduled times with the forged runs in the cache.
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        all_forged_kept(&runs(&ns, &uid).await?)?;
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     // The history keeps 2 genuine completed runs: a run that completed a
@@ -215,9 +218,7 @@ pub async fn cron_forged_runs_ignored(_c: Arc<Cluster>, ns: TestNs) -> Result<()
     let seen: std::sync::Mutex<Vec<(String, String)>> = Default::default();
     let two = wait::until(MINUTE, "2 genuine completed runs kept", || async {
         let rs = runs(&ns, &uid).await?;
-        for f in &forged {
-            ensure!(rs.iter().any(|r| &r.0 == f), "forged {f} deleted: {rs:?}");
-        }
+        all_forged_kept(&rs)?;
         let done = kept(&rs) == 2;
         *seen.lock().unwrap() = rs;
         Ok(done)
