@@ -184,7 +184,8 @@ pub(crate) fn open_task(b: &Browser, ui: &Served, ns: &TestNs, name: &str) -> Re
 /// the program reports, up to 100 when it completes.
 async fn ui_progress_rises_live(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
     let script = r#"for i in 1 2 3 4 5 6 7 8 9 10; do sleep 2; echo "$i/10 step $i" >> "$LONGTASK_PROGRESS"; done; echo ok > "$LONGTASK_RESULT""#;
-    ns.apply(&sh_task("climb", script, ""))?;
+    // The page is open before the Task exists: started first, the program
+    // was at 80% by the time a loaded CI machine showed the page.
     let ui = serve(&ns, &[]).await?;
     let b = browser()?;
     b.goto(&ui.url)?;
@@ -194,6 +195,7 @@ async fn ui_progress_rises_live(_c: Arc<Cluster>, ns: TestNs) -> Result<()> {
         b.url()?
     );
     b.eval("window.__stayed = 'yes'; return true")?;
+    ns.apply(&sh_task("climb", script, ""))?;
     let bar = format!(
         "const b = document.querySelector('tr[data-key=\"{}/climb\"] .bar'); \
          return window.__stayed !== 'yes' ? 'reloaded' : (b ? Number(b.dataset.percent) : null)",
