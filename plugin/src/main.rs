@@ -8,6 +8,7 @@ mod cmd;
 #[cfg(test)]
 mod fixtures;
 mod outputs;
+mod print;
 mod safe;
 mod ui;
 
@@ -27,7 +28,7 @@ async fn main() -> ExitCode {
         // The reader went away (`| head`): stop quietly, as cat does.
         Err(Error::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(e) => {
-            note!("error: {}", chain(&e));
+            print::note!("error: {}", print::chain(&e));
             ExitCode::from(1)
         }
     }
@@ -66,39 +67,4 @@ async fn run(cli: Cli) -> Result<(), Error> {
         Command::Crons(a) => cmd::cron::list(&k, a).await,
         Command::Completion(_) | Command::Ui(_) => Ok(()),
     }
-}
-
-/// Writes text to stdout, its control characters made visible
-/// ([`safe::visible`]); an error (e.g. a closed pipe) is returned, never a
-/// panic as with `print!`.
-pub fn out(text: impl AsRef<str>) -> std::io::Result<()> {
-    write_stdout(safe::visible(text.as_ref()).as_bytes())
-}
-
-/// Writes a program's own bytes (a result, a log line) to stdout: exact
-/// into a pipe or a file, control characters made visible on a terminal.
-pub fn out_data(bytes: &[u8]) -> std::io::Result<()> {
-    write_stdout(&safe::for_stdout(bytes))
-}
-
-fn write_stdout(bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(bytes)?;
-    stdout.flush()
-}
-
-/// An error and its causes on one line, each cause once.
-pub fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut next = e.source();
-    while let Some(s) = next {
-        let text = s.to_string();
-        if !out.contains(&text) {
-            out.push_str(": ");
-            out.push_str(&text);
-        }
-        next = s.source();
-    }
-    out
 }

@@ -78,15 +78,6 @@ pub fn for_stdout(b: &[u8]) -> Cow<'_, [u8]> {
     }
 }
 
-/// `eprintln!` for text that may hold what a Task's users wrote: one line
-/// on stderr, made visible.
-#[macro_export]
-macro_rules! note {
-    ($($arg:tt)*) => {
-        eprintln!("{}", $crate::safe::visible(&format!($($arg)*)))
-    };
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

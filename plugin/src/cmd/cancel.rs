@@ -15,7 +15,7 @@ pub async fn run(k: &Kube, a: NamesArg) -> Result<(), Error> {
     let mut all_ok = true;
     for name in &a.names {
         if let Err(e) = cancel(k, name).await {
-            crate::note!("error: {e}");
+            crate::print::note!("error: {e}");
             all_ok = false;
         }
     }
@@ -25,7 +25,7 @@ pub async fn run(k: &Kube, a: NamesArg) -> Result<(), Error> {
 async fn cancel(k: &Kube, name: &str) -> Result<(), Error> {
     let t = k.task(name).await?;
     if let Some(line) = already(&t) {
-        crate::out(format!("{line}\n"))?;
+        crate::print::out(format!("{line}\n"))?;
         return Ok(());
     }
     let patch = serde_json::json!({ "spec": { "cancel": true } });
@@ -33,7 +33,7 @@ async fn cancel(k: &Kube, name: &str) -> Result<(), Error> {
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(|e| Error::api("patch", "tasks", &k.namespace, Some(name), e))?;
-    crate::out(format!("task/{name} cancelled\n"))?;
+    crate::print::out(format!("task/{name} cancelled\n"))?;
     Ok(())
 }
 

@@ -58,14 +58,14 @@ pub async fn create(k: &Kube, a: CronArgs) -> Result<(), Error> {
             }
             _ => serde_saphyr::to_string(&cron).map_err(|e| Error::Usage(e.to_string()))?,
         };
-        crate::out(text)?;
+        crate::print::out(text)?;
         return Ok(());
     }
     let made = crons(k)
         .create(&PostParams::default(), &cron)
         .await
         .map_err(|e| Error::api("create", "crontasks", &k.namespace, None, e))?;
-    crate::out(format!("crontask/{} created\n", made.name_any()))?;
+    crate::print::out(format!("crontask/{} created\n", made.name_any()))?;
     Ok(())
 }
 
@@ -139,13 +139,13 @@ pub async fn set_suspend(k: &Kube, a: NamesArg, suspend: bool) -> Result<(), Err
             .await
             .map_err(|e| Error::api("patch", "crontasks", &k.namespace, Some(name), e));
         match done {
-            Ok(_) => crate::out(format!(
+            Ok(_) => crate::print::out(format!(
                 "crontask/{name} {}\n",
                 if suspend { "suspended" } else { "resumed" }
             ))?,
             Err(e) if a.names.len() == 1 => return Err(e),
             Err(e) => {
-                crate::note!("error: {e}");
+                crate::print::note!("error: {e}");
                 all_ok = false;
             }
         }
@@ -159,7 +159,7 @@ pub async fn list(k: &Kube, a: GetArgs) -> Result<(), Error> {
     if !a.names.is_empty() {
         items.retain(|c| a.names.contains(&c.name_any()));
     }
-    crate::out(table(&items, a.all_namespaces, Timestamp::now()))?;
+    crate::print::out(table(&items, a.all_namespaces, Timestamp::now()))?;
     Ok(())
 }
 

@@ -29,7 +29,7 @@ pub async fn run(k: &Kube, a: DeleteArgs) -> Result<(), Error> {
         .items;
     let chosen = select(&tasks, Timestamp::now(), a.older_than, a.keep);
     if chosen.is_empty() {
-        crate::note!("No finished tasks to delete.");
+        crate::print::note!("No finished tasks to delete.");
         return Ok(());
     }
     for t in chosen {
@@ -41,18 +41,18 @@ pub async fn run(k: &Kube, a: DeleteArgs) -> Result<(), Error> {
             String::new()
         };
         if a.dry_run {
-            crate::out(format!("task/{name} deleted (dry run){where_}\n"))?;
+            crate::print::out(format!("task/{name} deleted (dry run){where_}\n"))?;
             continue;
         }
         let api = kube::Api::<Task>::namespaced(k.client.clone(), &ns);
         match api.delete(&name, &params(t)).await {
-            Ok(_) => crate::out(format!("task/{name} deleted{where_}\n"))?,
+            Ok(_) => crate::print::out(format!("task/{name} deleted{where_}\n"))?,
             // Someone else deleted it meanwhile: the goal is reached.
             Err(kube::Error::Api(s)) if s.code == 404 && s.reason == "NotFound" => {}
             // The precondition failed: a new Task of that name, not the
             // finished one listed, which is gone.
             Err(kube::Error::Api(s)) if s.code == 409 => {
-                crate::note!(
+                crate::print::note!(
                     "task/{name} was not deleted{where_}: it was deleted and created again since it was listed"
                 );
             }

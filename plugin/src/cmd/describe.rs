@@ -28,7 +28,7 @@ pub async fn run(k: &Kube, a: NameArg) -> Result<(), Error> {
         .await
         .map(|l| l.items)
         .map_err(|e| Error::api("list", "events", &k.namespace, None, e).to_string());
-    crate::out(render(&task, events, Timestamp::now()))?;
+    crate::print::out(render(&task, events, Timestamp::now()))?;
     Ok(())
 }
 

@@ -174,14 +174,14 @@ impl Utf8Carry {
     fn write(&mut self, chunk: &[u8]) -> std::io::Result<()> {
         self.0.extend_from_slice(chunk);
         let whole = complete_prefix(&self.0);
-        crate::out_data(&self.0[..whole])?;
+        crate::print::out_data(&self.0[..whole])?;
         self.0.drain(..whole);
         Ok(())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         let rest = std::mem::take(&mut self.0);
-        crate::out_data(&rest)
+        crate::print::out_data(&rest)
     }
 }
 

@@ -42,7 +42,7 @@ pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
                 Err(e @ Error::NotFound { .. }) => match cron::get_opt(k, n).await? {
                     Some(c) => crons.push(c),
                     None => {
-                        crate::note!("error: {e}");
+                        crate::print::note!("error: {e}");
                         missing += 1;
                     }
                 },
@@ -53,11 +53,11 @@ pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
     let now = Timestamp::now();
     if tasks.is_empty() && crons.is_empty() && missing == 0 {
         match a.all_namespaces {
-            true => crate::note!("No tasks found."),
-            false => crate::note!("No tasks found in {} namespace.", k.namespace),
+            true => crate::print::note!("No tasks found."),
+            false => crate::print::note!("No tasks found in {} namespace.", k.namespace),
         }
     }
-    crate::out(tables(&tasks, &crons, now, a.all_namespaces))?;
+    crate::print::out(tables(&tasks, &crons, now, a.all_namespaces))?;
     match missing {
         0 => Ok(()),
         _ => Err(Error::Exit(1)),

@@ -56,11 +56,11 @@ impl Sink for Terminal {
         stream::print_line(prefix, line)
     }
     fn note(&self, text: &str) -> Result<(), Error> {
-        crate::note!("{text}");
+        crate::print::note!("{text}");
         Ok(())
     }
     fn header(&self, text: &str) -> Result<(), Error> {
-        Ok(crate::out(format!("{text}\n"))?)
+        Ok(crate::print::out(format!("{text}\n"))?)
     }
 }
 

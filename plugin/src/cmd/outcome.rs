@@ -36,7 +36,7 @@ pub async fn until_finished(
     let cond = watch_until(k.tasks(), name, |t| t.is_none_or(finished));
     let waited = match timeout {
         Some(d) => tokio::time::timeout(d, cond).await.map_err(|_| {
-            crate::note!("timed out after {}s waiting for task {name}", d.as_secs());
+            crate::print::note!("timed out after {}s waiting for task {name}", d.as_secs());
             Error::Exit(TIMED_OUT)
         })?,
         None => cond.await,
@@ -115,11 +115,11 @@ pub fn report(t: &Task) -> std::io::Result<()> {
     let phase = s.phase.map(|p| p.as_str()).unwrap_or("Unknown");
     let reason = s.reason.unwrap_or_default();
     let message = s.message.unwrap_or_default();
-    crate::note!("task {name} {phase} ({reason}): {message}");
+    crate::print::note!("task {name} {phase} ({reason}): {message}");
     if let Some(r) = s.result.filter(|r| !r.is_empty()) {
-        crate::out_data(r.as_bytes())?;
+        crate::print::out_data(r.as_bytes())?;
         if !r.ends_with('\n') {
-            crate::out("\n")?;
+            crate::print::out("\n")?;
         }
     }
     Ok(())

@@ -55,7 +55,7 @@ fn unfinished(task: &Task) -> outputs::Error {
 async fn inline(k: &Kube, task: &Task, shard: Option<u32>, to: Option<&Path>) -> Result<(), Error> {
     let bytes = bytes(k, task, shard).await?;
     if let Some(o) = outputs::status(task).filter(|o| !o.files.is_empty()) {
-        crate::note!(
+        crate::print::note!(
             "note: task {name} also has output files ({}): kubectl longtask result {name} -o DIR downloads them",
             outputs::summary(Some(o)),
             name = name_of(task)
@@ -66,11 +66,11 @@ async fn inline(k: &Kube, task: &Task, shard: Option<u32>, to: Option<&Path>) ->
         None => {
             let shown = crate::safe::for_stdout(&bytes);
             if *shown != bytes[..] {
-                crate::note!(
+                crate::print::note!(
                     "note: control characters in the result are shown escaped; redirect it or use -o FILE for the exact bytes"
                 );
             }
-            crate::out_data(&bytes)?;
+            crate::print::out_data(&bytes)?;
         }
     }
     Ok(())
@@ -232,7 +232,7 @@ pub fn single(task: &Task, cm: Option<&ConfigMap>) -> Result<Vec<u8>, Error> {
                     ),
                 ));
             };
-            crate::note!(
+            crate::print::note!(
                 "note: the result ConfigMap {cm_name} is gone; printing status.result, which holds the whole result"
             );
             (r.into_bytes(), "status.result".to_owned())
@@ -295,7 +295,7 @@ pub fn shard(task: &Task, index: u32, cm: Option<&ConfigMap>) -> Result<Vec<u8>,
                     ),
                 ));
             }
-            crate::note!(
+            crate::print::note!(
                 "note: the result ConfigMap {cm_name} is gone; printing status.shardResults[{index}].result, which holds the whole result"
             );
             (

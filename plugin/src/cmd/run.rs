@@ -24,7 +24,7 @@ pub async fn run(k: &Kube, a: RunArgs) -> Result<(), Error> {
     }
     match dry_run {
         DryRun::Client => {
-            crate::out(render(&task, &a.output)?)?;
+            crate::print::out(render(&task, &a.output)?)?;
             return Ok(());
         }
         DryRun::Server => {
@@ -33,7 +33,7 @@ pub async fn run(k: &Kube, a: RunArgs) -> Result<(), Error> {
                 ..PostParams::default()
             };
             let t = create_with(k, &task, &pp).await?;
-            crate::out(render(&t, &a.output)?)?;
+            crate::print::out(render(&t, &a.output)?)?;
             return Ok(());
         }
         DryRun::None => {}
@@ -58,7 +58,7 @@ pub async fn follow_or_wait(k: &Kube, name: &str, wait: bool, follow: bool) -> R
 pub async fn create(k: &Kube, task: &Task) -> Result<String, Error> {
     let t = create_with(k, task, &PostParams::default()).await?;
     let name = t.metadata.name.unwrap_or_default();
-    crate::out(format!("task/{name} created\n"))?;
+    crate::print::out(format!("task/{name} created\n"))?;
     Ok(name)
 }
 

@@ -46,7 +46,7 @@ fn stream(s: impl Stream<Item = Event> + Send + 'static) -> Events {
 
 /// An error and its causes, each once, as the commands print them.
 fn text(e: &dyn std::error::Error) -> String {
-    crate::chain(e)
+    crate::print::chain(e)
 }
 
 /// The command's error as an answer: 403 for a missing right, 404 for a

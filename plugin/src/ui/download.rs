@@ -153,7 +153,7 @@ pub async fn redeem(State(ui): State<Arc<Ui>>, Path(token): Path<String>) -> Res
     let bytes = match checked::checked(t.answer.bytes_stream(), &t.file) {
         Ok(s) => s.inspect(move |r| {
             if let Err(e) = r {
-                crate::note!("download of output {name:?} of task {task} stopped: {e}");
+                crate::print::note!("download of output {name:?} of task {task} stopped: {e}");
             }
         }),
         Err(e) => return refused(&e.into()),

@@ -56,7 +56,7 @@ pub async fn run(k: Kube, a: UiArgs, context: String) -> Result<(), Error> {
     });
     let url = ui.guard.url();
     // The terminal is the user's own: the URL with its token is printed.
-    crate::out(format!("longtask ui: {url}\n(Ctrl-C stops it)\n"))?;
+    crate::print::out(format!("longtask ui: {url}\n(Ctrl-C stops it)\n"))?;
     // Held until the server stops: dropping it removes the file.
     let _opened = if a.no_browser {
         None
@@ -175,16 +175,16 @@ fn open_browser(url: &str) -> Option<opener::Redirect> {
     let unique = match guard::random_token() {
         Ok(t) => t.chars().take(16).collect::<String>(),
         Err(e) => {
-            crate::note!("no browser opened ({e}): open the URL above");
+            crate::print::note!("no browser opened ({e}): open the URL above");
             return None;
         }
     };
     let redirect = match opener::Redirect::write(url, &unique) {
         Ok(r) => r,
         Err(e) => {
-            crate::note!(
+            crate::print::note!(
                 "no browser opened ({}): open the URL above",
-                crate::chain(&e)
+                crate::print::chain(&e)
             );
             return None;
         }
@@ -205,7 +205,7 @@ fn open_browser(url: &str) -> Option<opener::Redirect> {
         Ok(mut child) => {
             std::thread::spawn(move || child.wait());
         }
-        Err(_) => crate::note!("no browser opened ({opener} not found): open the URL above"),
+        Err(_) => crate::print::note!("no browser opened ({opener} not found): open the URL above"),
     }
     Some(redirect)
 }
