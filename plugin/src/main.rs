@@ -10,6 +10,7 @@ mod fixtures;
 mod outputs;
 mod print;
 mod safe;
+mod show;
 mod ui;
 
 use std::process::ExitCode;

@@ -11,7 +11,8 @@ use kube::{Api, ResourceExt};
 
 use crate::cli::{CronArgs, GetArgs, NameArg, NamesArg};
 use crate::client::{Error, Kube};
-use crate::cmd::{run, show};
+use crate::cmd::run;
+use crate::show;
 
 fn crons(k: &Kube) -> Api<CronTask> {
     Api::namespaced(k.client.clone(), &k.namespace)

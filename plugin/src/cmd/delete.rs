@@ -14,7 +14,7 @@ use kube::api::{DeleteParams, ListParams, Preconditions};
 
 use crate::cli::DeleteArgs;
 use crate::client::{Error, Kube};
-use crate::cmd::show;
+use crate::show;
 
 pub async fn run(k: &Kube, a: DeleteArgs) -> Result<(), Error> {
     let (api, ns) = if a.all_namespaces {

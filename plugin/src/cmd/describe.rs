@@ -13,8 +13,8 @@ use kube::{Api, ResourceExt};
 
 use crate::cli::NameArg;
 use crate::client::{Error, Kube};
-use crate::cmd::show;
 use crate::safe::visible;
+use crate::show;
 
 pub async fn run(k: &Kube, a: NameArg) -> Result<(), Error> {
     let task = k.task(&a.name).await?;

@@ -11,5 +11,4 @@ pub mod outcome;
 pub mod rerun;
 pub mod result;
 pub mod run;
-pub mod show;
 pub mod wait;
