@@ -11,6 +11,7 @@ mod outputs;
 mod print;
 mod safe;
 mod show;
+mod task;
 mod ui;
 
 use std::process::ExitCode;

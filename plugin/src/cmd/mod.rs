@@ -1,4 +1,5 @@
-//! One module per verb; `outcome` is shared by those that wait.
+//! One module per verb. A verb imports no other: what two of them (or a
+//! verb and the web page) share is in `task/`, `show` or `print`.
 
 pub mod cancel;
 pub mod cron;
@@ -7,7 +8,6 @@ pub mod describe;
 pub mod download;
 pub mod get;
 pub mod logs;
-pub mod outcome;
 pub mod rerun;
 pub mod result;
 pub mod run;

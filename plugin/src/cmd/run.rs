@@ -12,7 +12,7 @@ use kube::api::PostParams;
 
 use crate::cli::RunArgs;
 use crate::client::{Error, Kube};
-use crate::cmd::{logs, outcome};
+use crate::task::{logs, outcome};
 
 pub async fn run(k: &Kube, a: RunArgs) -> Result<(), Error> {
     let task = build(&a)?;

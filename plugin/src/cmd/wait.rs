@@ -6,7 +6,7 @@ use futures::future::join_all;
 
 use crate::cli::WaitArgs;
 use crate::client::{Error, Kube};
-use crate::cmd::outcome;
+use crate::task::outcome;
 
 pub async fn run(k: &Kube, a: WaitArgs) -> Result<(), Error> {
     let waits = a

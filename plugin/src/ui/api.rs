@@ -28,8 +28,8 @@ use tokio::sync::mpsc;
 use super::Ui;
 use super::rows;
 use crate::client::{Error, Kube};
-use crate::cmd::logs::{self, Sink};
 use crate::cmd::{cancel as cancel_cmd, rerun as rerun_cmd, result as result_cmd, run};
+use crate::task::logs::{self, Sink};
 
 type Events = Sse<KeepAliveStream<futures::stream::BoxStream<'static, Result<Event, Infallible>>>>;
 
