@@ -12,8 +12,8 @@ use kube::api::ListParams;
 
 use crate::cli::GetArgs;
 use crate::client::{Error, Kube};
-use crate::cmd::cron;
 use crate::show;
+use crate::task::cron;
 
 pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
     let mut tasks = Vec::new();

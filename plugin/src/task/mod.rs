@@ -3,5 +3,9 @@
 //! the same name here what it does, which the page calls too. The log
 //! follower (`logs`) and the wait for a Task's end (`outcome`).
 
+pub mod cancel;
+pub mod cron;
 pub mod logs;
 pub mod outcome;
+pub mod rerun;
+pub mod run;

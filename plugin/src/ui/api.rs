@@ -28,8 +28,9 @@ use tokio::sync::mpsc;
 use super::Ui;
 use super::rows;
 use crate::client::{Error, Kube};
-use crate::cmd::{cancel as cancel_cmd, rerun as rerun_cmd, result as result_cmd, run};
+use crate::cmd::result as result_cmd;
 use crate::task::logs::{self, Sink};
+use crate::task::{cancel as cancel_task, rerun as rerun_task, run};
 
 type Events = Sse<KeepAliveStream<futures::stream::BoxStream<'static, Result<Event, Infallible>>>>;
 
@@ -352,7 +353,7 @@ pub async fn cancel(
         Ok(t) => t,
         Err(e) => return refused(&e),
     };
-    if let Some(line) = cancel_cmd::already(&t) {
+    if let Some(line) = cancel_task::already(&t) {
         return Json(json!({ "message": line })).into_response();
     }
     let patch = json!({ "spec": { "cancel": true } });
@@ -377,7 +378,7 @@ pub async fn rerun(
         Ok(t) => t,
         Err(e) => return refused(&e),
     };
-    let t = rerun_cmd::build(&origin, None);
+    let t = rerun_task::build(&origin, None);
     match run::create_with(&k, &t, &PostParams::default()).await {
         Ok(created) => {
             let new = created.name_any();
