@@ -3,7 +3,9 @@
 //!
 //! One folder per concern, and no import cycles between them:
 //! - [`reconcile`]: the pipeline for one Task, from the Task cache to its
-//!   status write; the API calls and their errors; the pure Job builder.
+//!   status write; the API calls and their errors.
+//! - [`job`]: pure, on the ground floor (nothing else of the crate); the
+//!   Job that runs a Task, its pod, and the objects it needs.
 //! - [`status`]: pure; what the cluster shows → the status a Task should
 //!   have (observed facts, shards, progress, conditions, Events).
 //! - [`retention`]: pure; which finished Tasks are deleted, and when.
@@ -26,6 +28,7 @@ pub mod context;
 pub mod controller;
 pub mod cron;
 pub mod ha;
+pub mod job;
 pub mod outputs;
 pub mod queue;
 pub mod reconcile;

@@ -18,8 +18,9 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client};
 use longtask_e2e::{Cluster, TestNs, WORKER_IMAGE, wait};
 use longtask_operator::context::{Backoff, Config, Context, WorkerRbac};
+use longtask_operator::job::build;
 use longtask_operator::queue::Queue;
-use longtask_operator::reconcile::{self, build};
+use longtask_operator::reconcile;
 use longtask_operator::telemetry::events::Recorder;
 use longtask_operator::telemetry::metrics::Metrics;
 

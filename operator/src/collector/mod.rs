@@ -21,7 +21,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::{debug, info};
 
 use crate::context::Context;
-use crate::outputs::resolve::STORE_ANNOTATION;
+use crate::job::build::STORE_ANNOTATION;
 use crate::status::observe::{self, Ownership};
 pub use client::CollectError;
 use client::{Clients, delete, failed};

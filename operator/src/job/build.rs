@@ -1,5 +1,6 @@
-//! Pure builders: the Job that runs a Task, and the worker's ServiceAccount
-//! and RoleBinding. No client here.
+//! Pure builders: the Job that runs a Task (with its outputs store and
+//! upload grant when it has one), the Task's outputs Secret, and the
+//! worker's ServiceAccount and RoleBinding. No client here.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,9 +14,12 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
-use crate::outputs::resolve::STORE_ANNOTATION;
-pub use crate::reconcile::identity::{BuildError, Identity, identity};
-use crate::reconcile::{pod, shape};
+pub use crate::job::identity::{BuildError, Identity, identity};
+use crate::job::{pod, shape};
+
+/// Annotation on a Task's Job naming the `OutputStore` its outputs go to,
+/// set when the Job is made: the store the Task's status lists them in.
+pub const STORE_ANNOTATION: &str = "longtask.dev/output-store";
 
 /// Labels linking a Job and its pods back to their Task.
 pub fn task_labels(id: &Identity<'_>) -> BTreeMap<String, String> {

@@ -1,4 +1,4 @@
-//! The Task's identity as stored by the API server: what every built
+//! Pure: the Task's identity as stored by the API server, what every built
 //! object hangs on.
 
 use crds::Task;

@@ -18,8 +18,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::reconcile::identity::Identity;
-use crate::reconcile::shape;
+use crate::job::identity::Identity;
+use crate::job::shape;
 
 /// UID and GID the worker runs as (matches the worker image's `USER`), and
 /// the default of a Task's pod.

@@ -140,7 +140,7 @@ pub fn shard_env(shards: i32) -> Vec<EnvVar> {
 mod tests {
     use super::*;
     use crate::fixtures::TaskFixture;
-    use crate::reconcile::build;
+    use crate::job::build;
 
     #[test]
     fn plain_task_is_one_pod() {

@@ -18,10 +18,6 @@ use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
 use longtask_store::Credentials;
 
-/// Annotation on a Task's Job naming the `OutputStore` its outputs go to,
-/// set when the Job is made: the store the Task's status lists them in.
-pub const STORE_ANNOTATION: &str = "longtask.dev/output-store";
-
 /// Who named the store a Task uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Named {

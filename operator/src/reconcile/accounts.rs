@@ -22,8 +22,8 @@ use kube::api::{ListParams, Patch, PostParams};
 use kube::{Api, ResourceExt};
 
 use crate::context::{Context, WorkerRbac};
+use crate::job::{build, pod};
 use crate::reconcile::api::{self, ApiError};
-use crate::reconcile::{build, pod};
 
 /// Binds `account` in `namespace` as a worker account for a Task about to
 /// start, unless it was lately. `Ok(Err(why))` when it may not be one:

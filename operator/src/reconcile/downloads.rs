@@ -20,9 +20,9 @@ use longtask_store::presign_get;
 use tracing::{info, warn};
 
 use crate::context::Context;
+use crate::job::build::{self, Identity};
 use crate::outputs::grant;
 use crate::outputs::report::{self, Outcome, Raw, Target};
-use crate::reconcile::build::{self, Identity};
 use crate::reconcile::error::Error;
 use crate::reconcile::read::Seen;
 use crate::reconcile::{api, outputs, shard_reads, write};

@@ -1,7 +1,7 @@
 //! Everything a reconcile can fail with: the failing step's own error.
 
+use crate::job::build::BuildError;
 use crate::reconcile::api::ApiError;
-use crate::reconcile::build::BuildError;
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error, strum::IntoStaticStr)]

@@ -19,17 +19,13 @@ pub mod accounts;
 pub mod admit;
 pub mod api;
 pub mod apply_json;
-pub mod build;
 pub mod downloads;
 mod effects;
 pub mod error;
-pub mod identity;
 pub mod outputs;
 pub mod plan;
-pub mod pod;
 pub mod read;
 pub mod retain;
-pub mod shape;
 pub mod shard_reads;
 #[cfg(test)]
 mod tests;
@@ -41,6 +37,7 @@ pub use error::Error;
 
 use crate::call::Chain;
 use crate::context::Context;
+use crate::job::build;
 use crate::status::{self, Next};
 use read::Found;
 use write::Written;

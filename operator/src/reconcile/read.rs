@@ -10,10 +10,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::context::Context;
+use crate::job::build::Identity;
 use crate::outputs::report::Target;
 use crate::queue::Wait;
 use crate::reconcile::admit::{self, Admission};
-use crate::reconcile::build::Identity;
 use crate::reconcile::error::Error;
 use crate::reconcile::plan::{self, Find};
 use crate::reconcile::{api, outputs, shard_reads, writers};

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use crate::fixtures::TaskFixture;
-use crate::reconcile::build::*;
+use crate::job::build::*;
 
 /// `ns/hello` (UID `uid-1`) runs `sh -c "echo hi"` with `A=1`; no timeout,
 /// no retries.

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
 };
 
 use crate::fixtures::TaskFixture;
-use crate::reconcile::build::job;
+use crate::job::build::job;
 
 fn task() -> Task {
     Task::test()

@@ -1,4 +1,2 @@
-mod build;
-mod pod;
 mod shard_reads;
 mod writers;

@@ -26,7 +26,8 @@ use proptest::prelude::*;
 use strum::IntoEnumIterator;
 
 use crate::fixtures::at;
-use crate::reconcile::{build, validate};
+use crate::job::build;
+use crate::reconcile::validate;
 use crate::status::observe;
 use crate::status::{Desired, Observed, desired, invalid, needs_patch};
 

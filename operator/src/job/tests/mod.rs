@@ -1,0 +1,2 @@
+mod build;
+mod pod;
