@@ -5,7 +5,6 @@ pub mod cancel;
 pub mod cron;
 pub mod delete;
 pub mod describe;
-pub mod download;
 pub mod get;
 pub mod logs;
 pub mod rerun;

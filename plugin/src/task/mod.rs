@@ -8,4 +8,5 @@ pub mod cron;
 pub mod logs;
 pub mod outcome;
 pub mod rerun;
+pub mod result;
 pub mod run;

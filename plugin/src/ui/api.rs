@@ -28,9 +28,8 @@ use tokio::sync::mpsc;
 use super::Ui;
 use super::rows;
 use crate::client::{Error, Kube};
-use crate::cmd::result as result_cmd;
 use crate::task::logs::{self, Sink};
-use crate::task::{cancel as cancel_task, rerun as rerun_task, run};
+use crate::task::{cancel as cancel_task, rerun as rerun_task, result as task_result, run};
 
 type Events = Sse<KeepAliveStream<futures::stream::BoxStream<'static, Result<Event, Infallible>>>>;
 
@@ -323,7 +322,7 @@ pub async fn result(
         Ok(t) => t,
         Err(e) => return refused(&e),
     };
-    match result_cmd::bytes(&k, &task, None).await {
+    match task_result::bytes(&k, &task, None).await {
         Ok(bytes) => {
             let digest = crds::result::digest(&bytes);
             (
