@@ -1,9 +1,8 @@
 //! `kubectl longtask get [NAMES] [-A]` (alias `list`): a table like
-//! `kubectl get`, with what a Task waits for: its queue position while
-//! Queued for a slot, else the Waiting condition's reason. CronTasks
-//! follow in a table of their own, with their next run.
+//! `kubectl get`, with what a Task waits for (`task::waiting`): its queue
+//! position while Queued for a slot, else the Waiting condition's reason.
+//! CronTasks follow in a table of their own, with their next run.
 
-use crds::conditions::{reasons, types};
 use crds::cron::CronTask;
 use crds::{Phase, Task};
 use k8s_openapi::jiff::Timestamp;
@@ -14,6 +13,7 @@ use crate::cli::GetArgs;
 use crate::client::{Error, Kube};
 use crate::show;
 use crate::task::cron;
+use crate::task::waiting::waiting;
 
 pub async fn run(k: &Kube, a: GetArgs) -> Result<(), Error> {
     let mut tasks = Vec::new();
@@ -119,43 +119,11 @@ pub fn row(t: &Task, now: Timestamp) -> Vec<String> {
     ]
 }
 
-/// What a Task waits for: "position 3" while Queued for a slot,
-/// "Suspended", or the reason its pod cannot start (Unschedulable…);
-/// empty when it waits for nothing.
-pub fn waiting(t: &Task) -> String {
-    let Some(s) = t.status.as_ref() else {
-        return String::new();
-    };
-    let cond = s
-        .conditions
-        .iter()
-        .find(|c| c.type_ == types::WAITING && c.status == "True");
-    if s.phase == Some(Phase::Queued) && s.reason.as_deref() == Some(reasons::QUEUE_FULL) {
-        // The operator words it "position N in the queue: <cap>".
-        let message = s
-            .message
-            .as_deref()
-            .or(cond.map(|c| c.message.as_str()))
-            .unwrap_or_default();
-        if let Some(pos) = queue_position(message) {
-            return pos.to_owned();
-        }
-    }
-    cond.map(|c| c.reason.clone()).unwrap_or_default()
-}
-
-/// "position N" from the operator's queue message.
-pub fn queue_position(message: &str) -> Option<&str> {
-    let end = message.find(" in the queue")?;
-    message[..end]
-        .starts_with("position ")
-        .then(|| &message[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fixtures::{NOW, now, output, task};
+    use crds::conditions::{reasons, types};
 
     #[test]
     fn rows_show_phase_reason_attempts_age_and_waiting() {

@@ -10,3 +10,4 @@ pub mod outcome;
 pub mod rerun;
 pub mod result;
 pub mod run;
+pub mod waiting;

@@ -90,7 +90,7 @@ pub fn row(t: &Task) -> Row {
 /// N from the operator's queue message "position N in the queue: …", as
 /// `get` reads it.
 fn position(message: &str) -> Option<u32> {
-    crate::cmd::get::queue_position(message)?
+    crate::task::waiting::queue_position(message)?
         .strip_prefix("position ")?
         .parse()
         .ok()
