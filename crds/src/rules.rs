@@ -107,3 +107,56 @@ pub fn mounts_without_dotdot() -> Rule {
         "spec.volumeMounts: a mountPath may not hold a '..' component: write the path it leads to",
     )
 }
+
+/// Every field of a Task's spec that may not change once the Task exists,
+/// with whether the schema requires it (compared directly) or not (then old
+/// and new must also agree on its being set). All fields but `cancel`,
+/// which `MUTABLE_SPEC_FIELDS` lists with why. A field added to `TaskSpec`
+/// must be in one of the two lists: a test in crds/tests/crd_manifest.rs
+/// compares them with the generated schema and names a missing field.
+pub const IMMUTABLE_SPEC_FIELDS: [(&str, bool); 20] = [
+    ("command", true),
+    ("args", false),
+    ("env", false),
+    ("resources", false),
+    ("timeoutSeconds", false),
+    ("startTimeoutSeconds", false),
+    ("retries", false),
+    ("ttlSecondsAfterFinished", false),
+    ("failOnExitCodes", false),
+    ("deleteAfterSeconds", false),
+    ("priority", false),
+    ("shards", false),
+    ("parallelism", false),
+    ("image", false),
+    ("imagePullPolicy", false),
+    ("volumeMounts", false),
+    ("workingDir", false),
+    ("securityContext", false),
+    ("podTemplate", false),
+    ("outputs", false),
+];
+
+/// The spec fields that may change, each with its own rule: `cancel` only
+/// from false to true (a Task is cancelled by setting it).
+pub const MUTABLE_SPEC_FIELDS: [&str; 1] = ["cancel"];
+
+/// A Task's spec is immutable but for `MUTABLE_SPEC_FIELDS`: one clause per
+/// field of `IMMUTABLE_SPEC_FIELDS`. A Task runs once; to run it again, the
+/// user creates it again.
+pub fn spec_immutable() -> Rule {
+    let clauses: Vec<String> = IMMUTABLE_SPEC_FIELDS
+        .iter()
+        .map(|(f, required)| {
+            if *required {
+                format!("self.{f} == oldSelf.{f}")
+            } else {
+                format!(
+                    "(has(self.{f}) ? has(oldSelf.{f}) && self.{f} == oldSelf.{f} : !has(oldSelf.{f}))"
+                )
+            }
+        })
+        .collect();
+    Rule::new(clauses.join(" && "))
+        .message("spec is immutable: delete the Task and create it again to run it again")
+}

@@ -45,7 +45,7 @@ use crate::pod::{PodTemplate, PullPolicy};
     printcolumn(name = "Completed", type_ = "date", json_path = ".status.completedAt", priority = 1)
 )]
 #[x_kube(
-    validation = Rule::new("self.command == oldSelf.command && (has(self.args) ? has(oldSelf.args) && self.args == oldSelf.args : !has(oldSelf.args)) && (has(self.env) ? has(oldSelf.env) && self.env == oldSelf.env : !has(oldSelf.env)) && (has(self.resources) ? has(oldSelf.resources) && self.resources == oldSelf.resources : !has(oldSelf.resources)) && (has(self.timeoutSeconds) ? has(oldSelf.timeoutSeconds) && self.timeoutSeconds == oldSelf.timeoutSeconds : !has(oldSelf.timeoutSeconds)) && (has(self.startTimeoutSeconds) ? has(oldSelf.startTimeoutSeconds) && self.startTimeoutSeconds == oldSelf.startTimeoutSeconds : !has(oldSelf.startTimeoutSeconds)) && (has(self.retries) ? has(oldSelf.retries) && self.retries == oldSelf.retries : !has(oldSelf.retries)) && (has(self.ttlSecondsAfterFinished) ? has(oldSelf.ttlSecondsAfterFinished) && self.ttlSecondsAfterFinished == oldSelf.ttlSecondsAfterFinished : !has(oldSelf.ttlSecondsAfterFinished)) && (has(self.failOnExitCodes) ? has(oldSelf.failOnExitCodes) && self.failOnExitCodes == oldSelf.failOnExitCodes : !has(oldSelf.failOnExitCodes)) && (has(self.deleteAfterSeconds) ? has(oldSelf.deleteAfterSeconds) && self.deleteAfterSeconds == oldSelf.deleteAfterSeconds : !has(oldSelf.deleteAfterSeconds)) && (has(self.priority) ? has(oldSelf.priority) && self.priority == oldSelf.priority : !has(oldSelf.priority)) && (has(self.shards) ? has(oldSelf.shards) && self.shards == oldSelf.shards : !has(oldSelf.shards)) && (has(self.parallelism) ? has(oldSelf.parallelism) && self.parallelism == oldSelf.parallelism : !has(oldSelf.parallelism)) && (has(self.image) ? has(oldSelf.image) && self.image == oldSelf.image : !has(oldSelf.image)) && (has(self.imagePullPolicy) ? has(oldSelf.imagePullPolicy) && self.imagePullPolicy == oldSelf.imagePullPolicy : !has(oldSelf.imagePullPolicy)) && (has(self.volumeMounts) ? has(oldSelf.volumeMounts) && self.volumeMounts == oldSelf.volumeMounts : !has(oldSelf.volumeMounts)) && (has(self.workingDir) ? has(oldSelf.workingDir) && self.workingDir == oldSelf.workingDir : !has(oldSelf.workingDir)) && (has(self.securityContext) ? has(oldSelf.securityContext) && self.securityContext == oldSelf.securityContext : !has(oldSelf.securityContext)) && (has(self.podTemplate) ? has(oldSelf.podTemplate) && self.podTemplate == oldSelf.podTemplate : !has(oldSelf.podTemplate)) && (has(self.outputs) ? has(oldSelf.outputs) && self.outputs == oldSelf.outputs : !has(oldSelf.outputs))").message("spec is immutable: delete the Task and create it again to run it again"),
+    validation = crate::rules::spec_immutable(),
     validation = Rule::new("!has(oldSelf.cancel) || !oldSelf.cancel || (has(self.cancel) && self.cancel)").message("spec.cancel can only change from false to true"),
     validation = Rule::new("!has(self.parallelism) || self.parallelism <= self.shards").message("spec.parallelism must not exceed spec.shards"),
     validation = Rule::new("!has(self.imagePullPolicy) || has(self.image)").message("spec.imagePullPolicy applies to spec.image: set spec.image too, or leave imagePullPolicy out")
@@ -392,6 +392,14 @@ pub struct TaskStatus {
     /// Human-readable explanation of `reason`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+
+    /// While the Task is Queued for a slot (reason QueueFull): its 1-based
+    /// place among the Tasks waiting on the same cap. It moves only when a
+    /// Task ahead starts, leaves, or is overtaken by a higher priority.
+    /// Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub queue_position: Option<i32>,
 
     /// Sharded Tasks: how many shards succeeded, failed (retries exhausted)
     /// and run now.

@@ -21,6 +21,8 @@ pub struct Facts {
     pub message: Option<String>,
     /// Why the Task waits and the Waiting condition's message.
     pub waiting: Option<(Reason, String)>,
+    /// The place in the queue, while Queued for a slot (not carried).
+    pub queue_position: Option<i32>,
     pub exit_code: Option<i32>,
     pub result: Option<String>,
     pub job_uid: Option<String>,
@@ -59,6 +61,7 @@ pub fn carry(prev: &TaskStatus) -> Facts {
         attempts: prev.attempts,
         disruptions: disruptions::carried(prev),
         waiting: None,
+        queue_position: None,
         wake_in: None,
         result_digest: prev.result_digest.clone(),
         log_tail: prev.log_tail.clone(),

@@ -298,6 +298,7 @@ pub fn queued(task: &Task, wait: &queue::Wait, now: Time) -> Desired {
         reason: Some(Reason::QueueFull),
         waiting: Some((Reason::QueueFull, message.clone())),
         message: Some(message),
+        queue_position: Some(i32::try_from(wait.position).unwrap_or(i32::MAX)),
         ..carry(&prev)
     };
     assemble(task, &prev, facts, now)
@@ -328,13 +329,7 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         generation,
     );
     let next = next_step(task, &f);
-    let (result, truncated) = match f.result {
-        Some(r) if r.len() > MAX_STATUS_RESULT_BYTES => (
-            Some(truncate_utf8(&r, MAX_STATUS_RESULT_BYTES).to_owned()),
-            Some(true),
-        ),
-        r => (r, None),
-    };
+    let (result, truncated) = bounded_result(f.result);
     let status = TaskStatus {
         phase: f.phase,
         job_name: f.job_uid.as_ref().and(name),
@@ -360,6 +355,7 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         message: f
             .message
             .map(|m| truncate_utf8(&m, MAX_MESSAGE_BYTES).to_owned()),
+        queue_position: f.queue_position,
         observed_generation: generation,
         conditions,
         outputs: f.outputs,
@@ -369,6 +365,17 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         },
     };
     Desired { status, next }
+}
+
+/// The result as the status holds it: cut to 32 KiB, and whether it was.
+fn bounded_result(result: Option<String>) -> (Option<String>, Option<bool>) {
+    match result {
+        Some(r) if r.len() > MAX_STATUS_RESULT_BYTES => (
+            Some(truncate_utf8(&r, MAX_STATUS_RESULT_BYTES).to_owned()),
+            Some(true),
+        ),
+        r => (r, None),
+    }
 }
 
 /// The longest suffix of `s` of at most `max` bytes that starts on a character boundary.

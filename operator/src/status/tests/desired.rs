@@ -122,6 +122,7 @@ fn refused_job_fails_with_the_server_message_once() {
     };
     // Fresh, or queued before a slot freed: either way Failed, InvalidSpec.
     let queued = queued(&Task::test(), &wait, at(3)).status;
+    assert_eq!(queued.queue_position, Some(1));
     for prev in [None, Some(queued)] {
         let t = Task::test().status(prev.clone());
         let d = refused(&t, &Refusal::invalid(server.into()), at(5));
@@ -132,6 +133,8 @@ fn refused_job_fails_with_the_server_message_once() {
         assert!(m.contains(server), "{m}");
         assert_eq!(d.next, Next::Done);
         assert_eq!(s.job_uid, None);
+        // Out of the queue: no place in it is shown any more.
+        assert_eq!(s.queue_position, None);
         assert_eq!(
             cond(s, types::FAILED).map(|c| c.status.as_str()),
             Some("True")
