@@ -153,3 +153,33 @@ fn the_counter_sees_bodies_and_skips_declarations() {
         vec![("a".to_owned(), 1, 7), ("c".to_owned(), 9, 1)]
     );
 }
+
+/// A planted example: a function of 61 lines after a `#[cfg(test)] mod
+/// tests;` declaration (as in `reconcile/mod.rs`) is still measured, and
+/// one inside an inline `#[cfg(test)] mod tests { .. }` is not.
+#[test]
+fn the_guard_fails_on_a_planted_long_function() {
+    let body = "    let _ = 1;\n".repeat(59);
+    let long = format!("fn planted() {{\n{body}}}\n");
+    let text = format!("#[cfg(test)]\nmod tests;\n\n{long}\n#[cfg(test)]\nmod tests {{\n{long}}}\n");
+    let found = functions(&without_tests(&text));
+    assert_eq!(found, vec![("planted".to_owned(), 4, 61)]);
+    assert!(found.iter().any(|(_, _, n)| *n > MAX_LINES));
+}
+
+/// The two functions on the reconcile path that sit just at the budget
+/// and were once unseen (issue 38): the guard measures them.
+#[test]
+fn the_guard_measures_reconcile_run_and_status_assemble() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    for (file, name) in [("reconcile/mod.rs", "run"), ("status/mod.rs", "assemble")] {
+        let text = std::fs::read_to_string(src.join(file)).expect("read source");
+        let found = functions(&without_tests(&text));
+        let n = found
+            .iter()
+            .find(|(f, _, _)| f == name)
+            .map(|(_, _, n)| *n)
+            .unwrap_or_else(|| panic!("{file}: {name} is not measured"));
+        assert!((10..=MAX_LINES).contains(&n), "{file}: {name}: {n} lines");
+    }
+}
