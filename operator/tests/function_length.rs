@@ -161,7 +161,8 @@ fn the_counter_sees_bodies_and_skips_declarations() {
 fn the_guard_fails_on_a_planted_long_function() {
     let body = "    let _ = 1;\n".repeat(59);
     let long = format!("fn planted() {{\n{body}}}\n");
-    let text = format!("#[cfg(test)]\nmod tests;\n\n{long}\n#[cfg(test)]\nmod tests {{\n{long}}}\n");
+    let text =
+        format!("#[cfg(test)]\nmod tests;\n\n{long}\n#[cfg(test)]\nmod tests {{\n{long}}}\n");
     let found = functions(&without_tests(&text));
     assert_eq!(found, vec![("planted".to_owned(), 4, 61)]);
     assert!(found.iter().any(|(_, _, n)| *n > MAX_LINES));
