@@ -1,28 +1,36 @@
 //! longtask's operator as a library: the binary (`main.rs`) parses flags
 //! and wires these together, so tests can drive a reconcile directly.
 //!
-//! One folder per concern, and no import cycles between them:
+//! One folder per concern, and no import cycles between them (from the
+//! top down; `operator/tests/module_graph.rs` checks it):
+//! - [`controller`]: the watches that wake reconciles.
 //! - [`reconcile`]: the pipeline for one Task, from the Task cache to its
-//!   status write; the API calls and their errors.
-//! - [`job`]: pure, on the ground floor (nothing else of the crate); the
-//!   Job that runs a Task, its pod, and the objects it needs.
-//! - [`status`]: pure; what the cluster shows → the status a Task should
-//!   have (observed facts, shards, progress, conditions, Events).
-//! - [`retention`]: pure; which finished Tasks are deleted, and when.
-//! - [`queue`]: pure; the order Tasks start in under the caps, and the
-//!   caches it is computed from.
+//!   status write.
+//! - [`cron`]: CronTasks, runs of a Task template on a schedule (the
+//!   decisions pure, in `cron::plan`).
+//! - [`collector`]: deletes the objects of output stores whose Task is gone.
+//! - [`api`]: every API call the reconcilers make, bounded and counted, and
+//!   their errors (`ApiError`, `CallError`).
+//! - [`context`]: what every reconcile is handed (client, metrics, config,
+//!   caches).
 //! - [`ha`]: leader election (pure decisions, and the elector that calls
 //!   the API).
 //! - [`telemetry`]: metrics, what a transition measures, the HTTP server.
-//! - [`controller`]: the watches that wake reconciles.
-//! - [`cron`]: CronTasks, runs of a Task template on a schedule (the
-//!   decisions pure, in `cron::plan`).
 //! - [`cache`]: what those watches saw of pods and result ConfigMaps, read
 //!   by reconciles instead of the API server while a Task runs.
+//! - [`status`]: pure; what the cluster shows → the status a Task should
+//!   have (observed facts, shards, progress, conditions, Events).
+//! - [`queue`]: pure; the order Tasks start in under the caps, and the
+//!   caches it is computed from.
+//! - [`retention`]: pure; which finished Tasks are deleted, and when.
+//! - [`outputs`]: pure; results by reference (which store, grants, the
+//!   worker's report, what a sweep deletes).
 //! - [`store`]: a leaf; when a watch's store has synced.
+//! - [`job`]: pure, on the ground floor (it imports nothing else of the
+//!   crate): the Job that runs a Task, its pod, and the objects it needs.
 
+pub mod api;
 pub mod cache;
-pub mod call;
 pub mod collector;
 pub mod context;
 pub mod controller;

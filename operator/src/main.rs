@@ -11,7 +11,7 @@ use kube::runtime::events::Reporter;
 use tracing::{error, info, warn};
 use tracing_subscriber::EnvFilter;
 
-use longtask_operator::call::Chain;
+use longtask_operator::api::call_error::Chain;
 use longtask_operator::context::{Backoff, Config, Context, WorkerRbac};
 use longtask_operator::controller;
 use longtask_operator::ha::{elector, lease};

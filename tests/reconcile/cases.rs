@@ -57,7 +57,12 @@ async fn create_task(api: &Api<Task>, name: &str) -> Result<Task> {
 pub(crate) async fn reconcile(task: &Task, ctx: &Arc<Context>) -> Result<Action> {
     reconcile::reconcile(Arc::new(task.clone()), ctx.clone())
         .await
-        .map_err(|e| anyhow::anyhow!("reconcile: {}", longtask_operator::call::Chain(&e)))
+        .map_err(|e| {
+            anyhow::anyhow!(
+                "reconcile: {}",
+                longtask_operator::api::call_error::Chain(&e)
+            )
+        })
 }
 
 fn phase(t: &Task) -> Option<Phase> {

@@ -10,9 +10,9 @@ use kube::ResourceExt;
 use longtask_store::{Client, StoreError};
 use tracing::warn;
 
-use crate::call::Chain;
+use crate::api::call_error::Chain;
+use crate::api::error::ApiError;
 use crate::context::Context;
-use crate::reconcile::api::ApiError;
 use crate::reconcile::outputs as reconcile_outputs;
 
 /// How long a store's client (with its keys) is used before its

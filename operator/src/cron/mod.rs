@@ -28,9 +28,10 @@ use kube::runtime::watcher;
 use kube::{Api, Client, Resource, ResourceExt};
 use tracing::{info, warn};
 
-use crate::call::{CallError, Chain};
+use crate::api;
+use crate::api::call_error::{CallError, Chain};
+use crate::api::error::ApiError;
 use crate::context::Context;
-use crate::reconcile::api;
 
 use self::plan::{Note, Plan, Run};
 
@@ -60,7 +61,7 @@ pub enum Error {
         source: CallError,
     },
     #[error("cannot delete an old run")]
-    DeleteRun(#[source] api::ApiError),
+    DeleteRun(#[source] ApiError),
     #[error("cannot suspend CronTask {namespace}/{name}")]
     Suspend {
         namespace: String,

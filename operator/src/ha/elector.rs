@@ -14,7 +14,7 @@ use kube::api::{Api, PostParams};
 use kube::{Client, ResourceExt};
 use tracing::{debug, info, warn};
 
-use crate::call::{CallError, Chain};
+use crate::api::call_error::{CallError, Chain};
 use crate::ha::lease::{self, Decision, Seen, Timings};
 
 /// Name of the Lease the replicas compete for.

@@ -21,9 +21,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{ListParams, Patch, PostParams};
 use kube::{Api, ResourceExt};
 
+use crate::api;
+use crate::api::error::ApiError;
 use crate::context::{Context, WorkerRbac};
 use crate::job::{build, pod};
-use crate::reconcile::api::{self, ApiError};
 
 /// Binds `account` in `namespace` as a worker account for a Task about to
 /// start, unless it was lately. `Ok(Err(why))` when it may not be one:

@@ -19,13 +19,14 @@ use kube::ResourceExt;
 use kube::runtime::reflector::{ObjectRef, Store};
 use tracing::{debug, info, warn};
 
+use crate::api;
+use crate::api::error::ApiError;
 use crate::context::Context;
 use crate::job::{build, pod};
 use crate::queue::{self, Limits, Plan, Scope, Verdict, Wait};
-use crate::reconcile::api::ApiError;
 use crate::reconcile::error::Error;
 use crate::reconcile::outputs::{self, Prepared};
-use crate::reconcile::{accounts, api, validate};
+use crate::reconcile::{accounts, validate};
 use crate::status::Refusal;
 
 /// What `start` did.

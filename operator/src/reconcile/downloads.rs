@@ -19,13 +19,14 @@ use kube::runtime::reflector::ObjectRef;
 use longtask_store::presign_get;
 use tracing::{info, warn};
 
+use crate::api;
 use crate::context::Context;
 use crate::job::build::{self, Identity};
 use crate::outputs::grant;
 use crate::outputs::report::{self, Outcome, Raw, Target};
 use crate::reconcile::error::Error;
 use crate::reconcile::read::Seen;
-use crate::reconcile::{api, outputs, shard_reads, write};
+use crate::reconcile::{outputs, shard_reads, write};
 use crate::status::events::{Note, reason};
 use crate::status::observe;
 use crate::status::{self, Desired};

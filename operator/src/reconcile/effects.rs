@@ -10,11 +10,12 @@ use std::sync::Arc;
 use crds::Task;
 use tracing::warn;
 
-use crate::call::Chain;
+use crate::api;
+use crate::api::call_error::Chain;
 use crate::context::{ADMITTED_GRACE, Context};
 use crate::reconcile::error::Error;
 use crate::reconcile::read::Seen;
-use crate::reconcile::{accounts, admit, api, downloads};
+use crate::reconcile::{accounts, admit, downloads};
 use crate::status::kueue::Stop;
 use crate::status::{self, Desired, events};
 

@@ -1,7 +1,7 @@
 //! Everything a reconcile can fail with: the failing step's own error.
 
+use crate::api::error::ApiError;
 use crate::job::build::BuildError;
-use crate::reconcile::api::ApiError;
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
@@ -42,7 +42,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::call::CallError;
+    use crate::api::call_error::CallError;
 
     fn api(code: u16, reason: &str) -> CallError {
         CallError::Kube(kube::Error::Api(

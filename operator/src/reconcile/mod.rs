@@ -17,8 +17,6 @@ use tracing::{debug, instrument, warn};
 
 pub mod accounts;
 pub mod admit;
-pub mod api;
-pub mod apply_json;
 pub mod downloads;
 mod effects;
 pub mod error;
@@ -35,7 +33,8 @@ pub mod writers;
 
 pub use error::Error;
 
-use crate::call::Chain;
+use crate::api;
+use crate::api::call_error::Chain;
 use crate::context::Context;
 use crate::job::build;
 use crate::status::{self, Next};

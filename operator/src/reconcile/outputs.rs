@@ -15,12 +15,13 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use longtask_store::{Bucket, Credentials, upload_grant};
 
+use crate::api;
+use crate::api::error::ApiError;
 use crate::context::Context;
 use crate::job::build::{self, Identity, STORE_ANNOTATION};
 use crate::outputs::grant;
 use crate::outputs::report::Target;
 use crate::outputs::resolve::{self, Named, Resolution};
-use crate::reconcile::api::{self, ApiError};
 use crate::reconcile::error::Error;
 use crate::status::observe::{self, Ownership};
 

@@ -9,6 +9,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::runtime::reflector::ObjectRef;
 
+use crate::api;
 use crate::context::Context;
 use crate::job::build::Identity;
 use crate::outputs::report::Target;
@@ -16,7 +17,7 @@ use crate::queue::Wait;
 use crate::reconcile::admit::{self, Admission};
 use crate::reconcile::error::Error;
 use crate::reconcile::plan::{self, Find};
-use crate::reconcile::{api, outputs, shard_reads, writers};
+use crate::reconcile::{outputs, shard_reads, writers};
 use crate::status::kueue;
 use crate::status::observe::{self, Observed, Ownership};
 

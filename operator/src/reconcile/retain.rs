@@ -11,9 +11,9 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use tracing::warn;
 
-use crate::call::Chain;
+use crate::api;
+use crate::api::call_error::Chain;
 use crate::context::Context;
-use crate::reconcile::api;
 use crate::reconcile::error::Error;
 use crate::retention::{self, Due, Policy};
 

@@ -15,8 +15,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::ListParams;
 
+use crate::api;
+use crate::api::error::ApiError;
 use crate::context::Context;
-use crate::reconcile::api::{self, ApiError};
 
 /// The most bytes of shard results (data and binaryData) one reconcile
 /// holds for a Task: far below the operator's 256 Mi limit, and far more

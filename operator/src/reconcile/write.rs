@@ -8,8 +8,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use tracing::debug;
 
+use crate::api;
 use crate::context::Context;
-use crate::reconcile::api;
 use crate::reconcile::error::Error;
 use crate::status::{self, events};
 use crate::telemetry::transitions;

@@ -7,9 +7,9 @@ use crds::result::shard_config_map_name;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 
+use crate::api;
+use crate::api::error::ApiError;
 use crate::context::Context;
-use crate::reconcile::api;
-use crate::reconcile::api::ApiError;
 use crate::status::observe::{self, WriterPod};
 
 /// The Job whose pods may write a Task's results.

@@ -463,7 +463,7 @@ impl Metrics {
         }
     }
 
-    /// One API call by `verb` ended with `outcome` (see `call::outcome`).
+    /// One API call by `verb` ended with `outcome` (see `api::call_error::outcome`).
     pub fn api_request(&self, verb: &'static str, outcome: &'static str) {
         self.api_requests
             .get_or_create(&ApiLabels { verb, outcome })

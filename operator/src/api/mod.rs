@@ -1,5 +1,12 @@
-//! Every API call of the reconciler, each bounded by the configured timeout
-//! and counted in the metrics. Thin: decisions live in `status/`.
+//! The API layer: every call to the API server the reconcilers make, each
+//! bounded by the configured timeout and counted in the metrics, and their
+//! errors. Thin: decisions live in `status/`, `queue/`, `cron::plan`.
+//! - here: the calls, and `call`, which runs one (the reconcilers' own
+//!   calls in `reconcile::accounts`, `cron` and `collector` go through it);
+//! - [`error`]: `ApiError`, one variant per call, naming its object;
+//! - [`call_error`]: why one call failed (`CallError`), shared with the
+//!   elector, and how an error chain is printed;
+//! - [`apply_json`]: the body of a server-side apply as JSON YAML accepts.
 
 use std::future::Future;
 use std::time::Duration;
@@ -18,206 +25,17 @@ use kube::runtime::events::{Event, EventType};
 use kube::{Api, Resource, ResourceExt};
 use tracing::{info, warn};
 
-use crate::call::{self, CallError};
+pub mod apply_json;
+pub mod call_error;
+pub mod error;
+
+use crate::api::apply_json::apply_json;
+use crate::api::call_error::CallError;
+use crate::api::error::ApiError;
 use crate::context::Context;
-use crate::reconcile::apply_json::apply_json;
 use crate::status::events::{Note, reason};
 use crate::status::{kueue, observe};
 use crate::telemetry::metrics::Metrics;
-
-/// Failures of the API calls here: one variant per call, naming its
-/// object. The variant's name in snake_case is its `category()`, the label
-/// of `longtask_reconcile_errors_total`.
-#[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
-#[strum(serialize_all = "snake_case")]
-pub enum ApiError {
-    #[error("cannot get Job {namespace}/{name}")]
-    GetJob {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot create Job {namespace}/{name}")]
-    CreateJob {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot suspend Job {namespace}/{name}")]
-    SuspendJob {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot record on Job {namespace}/{name} how its Task ended")]
-    MarkJobEnded {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot list the Kueue Workloads of Job {namespace}/{name}")]
-    ListWorkloads {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot deactivate Kueue Workload {namespace}/{name}")]
-    DeactivateWorkload {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot list the Jobs of {namespace} to count active Tasks")]
-    ListJobs {
-        namespace: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot get namespace {name} for {why}")]
-    GetNamespace {
-        name: String,
-        why: &'static str,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot get ServiceAccount {namespace}/{name}")]
-    GetServiceAccount {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot list the pods of ServiceAccount {namespace}/{name}")]
-    ListAccountPods {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot ask whether ServiceAccount {namespace}/{name} holds the worker role yet")]
-    ReviewAccount {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot list the shard results of Task {namespace}/{name}")]
-    ListResults {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot list pods of Job {namespace}/{name}")]
-    ListPods {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot get Task {namespace}/{name}")]
-    GetTask {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot get pod {namespace}/{name}")]
-    GetPod {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot get result ConfigMap {namespace}/{name}")]
-    GetResult {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot apply ServiceAccount {namespace}/{name}")]
-    ApplyServiceAccount {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot apply RoleBinding {namespace}/{name}")]
-    ApplyRoleBinding {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot delete finished Task {namespace}/{name}")]
-    DeleteTask {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot get the output store credentials Secret {namespace}/{name}")]
-    GetCredentials {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot create the outputs Secret {namespace}/{name}")]
-    CreateOutputsSecret {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot replace the data of the outputs Secret {namespace}/{name}")]
-    PatchOutputsSecret {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-    #[error("cannot patch status of Task {namespace}/{name}")]
-    PatchStatus {
-        namespace: String,
-        name: String,
-        #[source]
-        source: CallError,
-    },
-}
-
-impl ApiError {
-    /// The failed call's own error.
-    fn call(&self) -> Option<&CallError> {
-        CallError::within(self)
-    }
-
-    /// True for a 409 Conflict (e.g. a stale resourceVersion precondition).
-    pub fn is_conflict(&self) -> bool {
-        self.call().and_then(CallError::code) == Some(409)
-    }
-
-    /// The API server's message when it refused to create the Job for its
-    /// content (see [`CallError::refusal`]): the Task's spec is invalid.
-    pub fn job_refused(&self) -> Option<&str> {
-        match self {
-            Self::CreateJob { source, .. } => source.refusal(),
-            _ => None,
-        }
-    }
-
-    /// Short, bounded name of the failing call (a metric label).
-    pub fn category(&self) -> &'static str {
-        self.into()
-    }
-}
 
 /// Runs one API call with the timeout, recording its outcome.
 pub(crate) async fn call<T>(
@@ -239,7 +57,7 @@ async fn bounded<T>(
         Ok(r) => r.map_err(CallError::from),
         Err(_) => Err(CallError::Timeout(limit)),
     };
-    metrics.api_request(verb, call::outcome(&res));
+    metrics.api_request(verb, call_error::outcome(&res));
     res
 }
 

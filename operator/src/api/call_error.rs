@@ -1,5 +1,6 @@
-//! One API call's failure, shared by the reconciler and the elector, and
-//! how an error is printed: each link of its chain once.
+//! One API call's failure (`CallError`), shared by the reconcilers (inside
+//! their `ApiError`s) and the elector, and how an error is printed: each
+//! link of its chain once.
 
 use std::fmt;
 use std::time::Duration;
