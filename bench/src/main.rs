@@ -4,6 +4,7 @@
 
 mod audit;
 mod batch;
+mod burst;
 mod ceiling;
 mod chart;
 mod cluster;
@@ -132,6 +133,15 @@ struct Cli {
     /// other cases are asked for.
     #[arg(long)]
     ui: Option<usize>,
+    /// A burst of N Tasks created at once (issue 37), one operator replica:
+    /// operator restarts, the Lease's holder changes and renewal age, peak
+    /// RSS, CPU per Task, until every Task ended. Runs alone unless other
+    /// cases are asked for.
+    #[arg(long)]
+    burst: Option<usize>,
+    /// The burst's time limit, in minutes.
+    #[arg(long, default_value_t = 90)]
+    burst_minutes: u64,
 }
 
 #[tokio::main]
@@ -148,7 +158,12 @@ async fn main() -> std::process::ExitCode {
 async fn start() -> Result<()> {
     let matches = Cli::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches)?;
-    if !cli.history.is_empty() || cli.failover || cli.soak.is_some() || cli.ui.is_some() {
+    if !cli.history.is_empty()
+        || cli.failover
+        || cli.soak.is_some()
+        || cli.ui.is_some()
+        || cli.burst.is_some()
+    {
         // The memory modes run alone unless other cases are asked for.
         let given =
             |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
@@ -351,6 +366,19 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         }
         None => None,
     };
+    let burst = match cli.burst {
+        Some(n) => {
+            cluster.namespace("bench-burst").await?;
+            let limit = Duration::from_secs(cli.burst_minutes * 60);
+            let b = burst::run(cluster, "bench-burst", n, cli.inflight, limit).await?;
+            eprintln!(
+                "bench: burst: {n} Tasks ended in {:.0}s; operator restarts {}, Lease holder changes {}",
+                b.makespan_s, b.operator_restarts, b.holder_changes
+            );
+            Some(b)
+        }
+        None => None,
+    };
     let root = cluster::root()?;
     let soaked = match cli.soak {
         Some(minutes) => {
@@ -381,6 +409,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
         None
     } else {
         if soaked.is_some()
+            || burst.is_some()
             || paged.is_some()
             || !nothing_ran(&rounds, &queues, &ceilings, &presence)
         {
@@ -425,6 +454,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     for part in [
         soaked.as_ref().map(soak::render),
         paged.as_ref().map(ui::render),
+        burst.as_ref().map(burst::render),
         kept.as_ref().map(history::render),
         (!failovers.is_empty()).then(|| failover::render(&failovers)),
         failover_error
@@ -449,6 +479,7 @@ async fn run(cluster: &Cluster, cli: &Cli) -> Result<String> {
     );
     json["soak"] = serde_json::to_value(&soaked)?;
     json["ui"] = serde_json::to_value(&paged)?;
+    json["burst"] = serde_json::to_value(&burst)?;
     json["history"] = serde_json::to_value(&kept)?;
     json["failover"] = serde_json::to_value(&failovers)?;
     json["failover_error"] = serde_json::to_value(&failover_error)?;
