@@ -26,7 +26,7 @@ use crate::outputs::grant;
 use crate::outputs::report::{self, Outcome, Raw, Target};
 use crate::reconcile::error::Error;
 use crate::reconcile::read::Seen;
-use crate::reconcile::{outputs, shard_reads, write};
+use crate::reconcile::{outputs, shard_reads, status_write};
 use crate::status::events::{Note, reason};
 use crate::status::observe;
 use crate::status::{self, Desired};
@@ -201,7 +201,7 @@ async fn record(ctx: &Context, task: &Task, secret: String) -> Result<(), Error>
     if let Some(o) = st.outputs.as_mut() {
         o.download_secret = Some(secret);
     }
-    write::status(ctx, &full, st).await?;
+    status_write::status(ctx, &full, st).await?;
     Ok(())
 }
 

@@ -1,8 +1,9 @@
 //! The reconcile pipeline for one Task: validate → find or start its Job
-//! (`read`, deciding by the pure `plan`) → read what the status needs →
-//! the pure `status::desired` → side effects (`effects`) → the status
-//! write (`write`) → start queued Tasks if it ended. It never waits for the
-//! work: it creates the Job and returns.
+//! (`read`, deciding by the pure `plan`; the Job built by the pure `job`)
+//! → read what the status needs → the pure `status::desired` → side
+//! effects (`effects`) → the status write (`status_write`) → start queued
+//! Tasks if it ended. It never waits for the work: it creates the Job and
+//! returns. Its API calls are `api`'s.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,13 +24,13 @@ pub mod error;
 pub mod outputs;
 pub mod plan;
 pub mod read;
+pub mod result_trust;
 pub mod retain;
 pub mod shard_reads;
+mod status_write;
 #[cfg(test)]
 mod tests;
 pub mod validate;
-mod write;
-pub mod writers;
 
 pub use error::Error;
 
@@ -39,7 +40,7 @@ use crate::context::Context;
 use crate::job::build;
 use crate::status::{self, Next};
 use read::Found;
-use write::Written;
+use status_write::Written;
 
 /// Safety-net retry after a status patch lost to a newer Task (whose watch
 /// event reconciles it again at once).
@@ -108,7 +109,7 @@ async fn run(task: &Task, ctx: &Arc<Context>) -> Result<Action, Error> {
         },
     };
     let ended = desired.status.clone();
-    let written = write::status(ctx, task, desired.status).await?;
+    let written = status_write::status(ctx, task, desired.status).await?;
     if overtook && written != Written::Stale {
         // Shown in the queue ahead of Tasks that show their place.
         ctx.queue.moved(id.namespace);
@@ -141,7 +142,7 @@ async fn settle(ctx: &Context, task: &Task, now: Time) -> Result<Action, Error> 
         if let Some(full) = api::get_task(ctx, id.namespace, id.name).await?
             && let Some(settled) = status::settled(&full, now.clone())
         {
-            write::status(ctx, &full, settled).await?;
+            status_write::status(ctx, &full, settled).await?;
         }
     }
     // Retention: deleted now, or looked at again when its time comes.

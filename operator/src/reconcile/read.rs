@@ -17,7 +17,7 @@ use crate::queue::Wait;
 use crate::reconcile::admit::{self, Admission};
 use crate::reconcile::error::Error;
 use crate::reconcile::plan::{self, Find};
-use crate::reconcile::{outputs, shard_reads, writers};
+use crate::reconcile::{outputs, result_trust, shard_reads};
 use crate::status::kueue;
 use crate::status::observe::{self, Observed, Ownership};
 
@@ -290,7 +290,7 @@ async fn vet(
     seen: &mut Seen,
     shards: Vec<ConfigMap>,
 ) -> Result<(), Error> {
-    let fence = writers::Fence {
+    let fence = result_trust::Fence {
         namespace: id.namespace,
         job: id.name,
         task_uid: id.uid,
@@ -298,13 +298,13 @@ async fn vet(
         pods: &seen.pods,
     };
     if let Some(cm) = seen.result.as_ref()
-        && let Err(why) = writers::vet(ctx, &fence, cm, None).await?
+        && let Err(why) = result_trust::vet(ctx, &fence, cm, None).await?
     {
         seen.refusals.push(why.clone());
         seen.refused = Some(why);
     }
     if !shards.is_empty() {
-        let (kept, refused) = writers::vet_shards(ctx, &fence, shards).await?;
+        let (kept, refused) = result_trust::vet_shards(ctx, &fence, shards).await?;
         seen.shards = kept;
         seen.refusals.extend(refused);
     }

@@ -1,2 +1,2 @@
+mod result_trust;
 mod shard_reads;
-mod writers;

@@ -1,6 +1,7 @@
-//! Which result ConfigMaps the reconciler trusts. The labels say which Task
-//! and Job a result claims; the writer stamp says which pod wrote it (the
-//! admission policies make it true). Here the stamped pod is looked up and
+//! Which result ConfigMaps the reconciler trusts: the read step vets here
+//! each result it reads as final. The labels say which Task and Job a
+//! result claims; the writer stamp says which pod wrote it (the admission
+//! policies make it true). Here the stamped pod is looked up and
 //! `observe::check_writer` decides whether it is a pod of the Task's Job.
 
 use crds::result::shard_config_map_name;

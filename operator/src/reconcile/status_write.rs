@@ -1,7 +1,7 @@
-//! The status write: a server-side apply of the whole status, skipped when
-//! only timestamps would change, fenced by the Task's resourceVersion;
-//! then the metrics of the transition, and its Events (sent off the
-//! reconcile's path).
+//! The status write, the pipeline's last step: a server-side apply of the
+//! whole status, skipped when only timestamps would change, fenced by the
+//! Task's resourceVersion; then the metrics of the transition, and its
+//! Events (sent off the reconcile's path).
 
 use crds::{Task, TaskStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
