@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use crate::cli::LogsArgs;
 use crate::client::{Error, Kube};
-use crate::task::logs::{self, Opts, Sink, Terminal};
+use crate::task::logs::sink::Sink;
+use crate::task::logs::{self, Opts, Terminal};
 
 pub async fn run(k: &Kube, a: LogsArgs) -> Result<(), Error> {
     let task = k.task(&a.name).await?;

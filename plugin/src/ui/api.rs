@@ -25,10 +25,11 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use super::Ui;
 use super::rows;
+use super::state::Ui;
 use crate::client::{Error, Kube};
-use crate::task::logs::{self, Sink};
+use crate::task::logs;
+use crate::task::logs::sink::Sink;
 use crate::task::{cancel as cancel_task, rerun as rerun_task, result as task_result, run};
 
 type Events = Sse<KeepAliveStream<futures::stream::BoxStream<'static, Result<Event, Infallible>>>>;

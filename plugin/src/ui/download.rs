@@ -12,86 +12,24 @@
 //! before its last chunk, so the browser's download fails instead of
 //! keeping a file that looks complete.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use crds::outputs::OutputFile;
 use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::Ui;
 use super::api::{kube_in, refused};
-use super::guard;
+use super::state::Ui;
 use crate::client::Error;
 use crate::outputs::{self, Error as OutputError, checked, fetch, grant, select};
 
-/// How long a ticket is good for after the click that asked for it.
-const LIFETIME: Duration = Duration::from_secs(60);
-/// Most tickets waiting at once (each holds a started GET); the oldest
-/// goes first.
-const MOST: usize = 32;
-
 /// The URL path a ticket is redeemed at.
 pub const PATH_PREFIX: &str = "/download/";
-
-/// Tickets issued and not yet redeemed.
-#[derive(Default)]
-pub struct Tickets {
-    waiting: Mutex<HashMap<String, Ticket>>,
-}
-
-struct Ticket {
-    made: Instant,
-    file: OutputFile,
-    task: String,
-    answer: reqwest::Response,
-}
-
-impl Tickets {
-    /// A new ticket for `file` of `task`, whose GET `answer` has started.
-    fn issue(
-        &self,
-        task: String,
-        file: OutputFile,
-        answer: reqwest::Response,
-    ) -> std::io::Result<String> {
-        let token = guard::random_token()?;
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        waiting.retain(|_, t| t.made.elapsed() < LIFETIME);
-        while waiting.len() >= MOST {
-            let oldest = waiting
-                .iter()
-                .min_by_key(|(_, t)| t.made)
-                .map(|(k, _)| k.clone());
-            if let Some(k) = oldest {
-                waiting.remove(&k);
-            }
-        }
-        let ticket = Ticket {
-            made: Instant::now(),
-            file,
-            task,
-            answer,
-        };
-        waiting.insert(token.clone(), ticket);
-        Ok(token)
-    }
-
-    /// The ticket, once: gone after this call, and refused when old.
-    fn redeem(&self, token: &str) -> Option<Ticket> {
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        waiting
-            .remove(token)
-            .filter(|t| t.made.elapsed() < LIFETIME)
-    }
-}
 
 /// What the page asks a ticket for.
 #[derive(Deserialize)]
@@ -203,45 +141,6 @@ pub fn disposition(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fixtures::output;
-
-    fn answer() -> reqwest::Response {
-        reqwest::Response::from(axum::http::Response::new(reqwest::Body::from("x")))
-    }
-
-    #[test]
-    fn a_ticket_works_once_and_not_for_long() {
-        let tickets = Tickets::default();
-        let t = tickets
-            .issue("ns/t".into(), output("a", b"x"), answer())
-            .expect("issued");
-        assert_eq!(t.len(), 64);
-        assert!(tickets.redeem("nope").is_none());
-        assert!(tickets.redeem(&t).is_some_and(|t| t.file.name == "a"));
-        assert!(tickets.redeem(&t).is_none(), "a second time");
-        let old = tickets
-            .issue("ns/t".into(), output("b", b"x"), answer())
-            .expect("issued");
-        if let Some(w) = tickets.waiting.lock().expect("lock").get_mut(&old) {
-            w.made = w.made.checked_sub(LIFETIME).expect("up for over a minute");
-        }
-        assert!(tickets.redeem(&old).is_none(), "expired");
-    }
-
-    #[test]
-    fn at_most_so_many_tickets_wait() {
-        let tickets = Tickets::default();
-        let first = tickets
-            .issue("ns/t".into(), output("a", b"x"), answer())
-            .expect("issued");
-        for _ in 0..MOST {
-            tickets
-                .issue("ns/t".into(), output("a", b"x"), answer())
-                .expect("issued");
-        }
-        assert_eq!(tickets.waiting.lock().expect("lock").len(), MOST);
-        assert!(tickets.redeem(&first).is_none(), "the oldest went first");
-    }
 
     #[test]
     fn attachments_carry_a_safe_name_twice() {

@@ -12,6 +12,8 @@ mod download;
 mod guard;
 mod opener;
 mod rows;
+mod state;
+mod tickets;
 
 use std::sync::Arc;
 
@@ -24,23 +26,12 @@ use axum::routing::{get, post};
 
 use crate::cli::UiArgs;
 use crate::client::{Error, Kube};
-pub use guard::Guard;
+use guard::Guard;
+use state::Ui;
 
 const INDEX: &str = include_str!("assets/index.html");
 const APP_JS: &str = include_str!("assets/app.js");
 const APP_CSS: &str = include_str!("assets/app.css");
-
-/// What every handler shares.
-pub struct Ui {
-    pub kube: Kube,
-    /// `None`: every namespace (`-A`).
-    pub namespace: Option<String>,
-    pub context: String,
-    pub guard: Guard,
-    /// The client for the output store (downloads of output files).
-    pub http: reqwest::Client,
-    pub downloads: download::Tickets,
-}
 
 pub async fn run(k: Kube, a: UiArgs, context: String) -> Result<(), Error> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", a.port)).await?;
@@ -52,7 +43,7 @@ pub async fn run(k: Kube, a: UiArgs, context: String) -> Result<(), Error> {
         context,
         guard: Guard::new(port)?,
         http: crate::outputs::fetch::client()?,
-        downloads: download::Tickets::default(),
+        downloads: tickets::Tickets::default(),
     });
     let url = ui.guard.url();
     // The terminal is the user's own: the URL with its token is printed.

@@ -4,6 +4,7 @@
 //! are gone gives the lines the Task kept in `status.logTail`.
 
 mod pods;
+pub mod sink;
 mod stream;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -18,6 +19,7 @@ use kube::api::ListParams;
 use tokio::task::JoinHandle;
 
 use crate::client::{Error, Kube};
+use crate::task::logs::sink::Sink;
 use crate::task::outcome::finished;
 
 /// How often following looks for new pods and the Task's end (the lines
@@ -33,18 +35,6 @@ pub struct Opts {
     /// A line naming the pod before each attempt's log.
     pub headers: bool,
     pub shard: Option<u32>,
-}
-
-/// Where a log goes: stdout (and stderr for our own lines) for the
-/// commands, an event stream for a page of `ui`.
-pub trait Sink: Send + Sync + 'static {
-    /// One line of the program's log, after `prefix` (`[shard I] `).
-    fn line(&self, prefix: &str, line: &[u8]) -> Result<(), Error>;
-    /// A line of ours about the log: why it waits, the next attempt, the
-    /// tail kept in the status.
-    fn note(&self, text: &str) -> Result<(), Error>;
-    /// The line naming an attempt's pod, before its log.
-    fn header(&self, text: &str) -> Result<(), Error>;
 }
 
 /// The commands' sink: the program's lines to stdout, ours to stderr.

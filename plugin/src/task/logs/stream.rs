@@ -11,7 +11,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::LogParams;
 
-use super::{Sink, pods};
+use super::pods;
+use super::sink::Sink;
 use crate::client::Error;
 
 /// How often, and how many times, to look whether a pod whose log stream
