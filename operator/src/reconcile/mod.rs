@@ -18,6 +18,7 @@ use tracing::{debug, instrument, warn};
 
 pub mod accounts;
 pub mod admit;
+pub mod deletion;
 pub mod downloads;
 mod effects;
 pub mod error;
@@ -25,7 +26,6 @@ pub mod outputs;
 pub mod plan;
 pub mod read;
 pub mod result_trust;
-pub mod retain;
 pub mod shard_reads;
 mod status_write;
 #[cfg(test)]
@@ -127,7 +127,7 @@ async fn run(task: &Task, ctx: &Arc<Context>) -> Result<Action, Error> {
             status: Some(ended),
             ..task.clone()
         };
-        retain::prune(ctx, &ended).await;
+        deletion::prune(ctx, &ended).await;
     }
     Ok(action(ctx, desired.next, written))
 }
@@ -146,9 +146,9 @@ async fn settle(ctx: &Context, task: &Task, now: Time) -> Result<Action, Error> 
         }
     }
     // Retention: deleted now, or looked at again when its time comes.
-    let wake = match retain::finished(ctx, task, &now).await? {
-        retain::Kept::Deleted => return Ok(Action::await_change()),
-        retain::Kept::Until(wake) => wake,
+    let wake = match deletion::finished(ctx, task, &now).await? {
+        deletion::Kept::Deleted => return Ok(Action::await_change()),
+        deletion::Kept::Until(wake) => wake,
     };
     // Its outputs' download URLs are signed again every six days.
     let renew = downloads::renew(ctx, task, now.0).await?;

@@ -1,6 +1,6 @@
-//! The retention step of a finished Task: delete it when its time has come
-//! or when its namespace keeps only newer ones (decided by the pure
-//! `retention`), and after a Task ends, the ones it pushed past the
+//! The deletion of finished Tasks, the pure `retention` policy applied:
+//! delete one when its time has come or when its namespace keeps only
+//! newer ones, and after a Task ends, the ones it pushed past the
 //! namespace's keep-N limit.
 
 use std::time::Duration;
