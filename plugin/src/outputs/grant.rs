@@ -8,10 +8,9 @@ use std::collections::BTreeMap;
 use crds::outputs::{DOWNLOAD_KEY, DownloadGrant, secret_name};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use kube::Api;
+use kube::{Api, Client};
 
 use super::Error;
-use crate::client::Kube;
 
 /// The links of one Task's outputs, valid until `expires`.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,14 +27,16 @@ pub struct Links {
 /// first byte in time.
 pub const RENEW_BEFORE: SignedDuration = SignedDuration::from_secs(30);
 
-/// Reads the links of task `task`'s outputs, in `k`'s namespace, as the user.
-pub async fn read(k: &Kube, task: &str) -> Result<Links, Error> {
+/// Reads the links of task `task`'s outputs, in `namespace`, as the user
+/// (`client` is theirs). Not a `client::Kube`: that module's errors wrap
+/// this one's, so `outputs` stays below it.
+pub async fn read(client: &Client, namespace: &str, task: &str) -> Result<Links, Error> {
     let secret = secret_name(task);
-    let found = Api::<Secret>::namespaced(k.client.clone(), &k.namespace)
+    let found = Api::<Secret>::namespaced(client.clone(), namespace)
         .get(&secret)
         .await;
-    let s = found.map_err(|e| refused(task, &k.namespace, &secret, e))?;
-    parse(task, &k.namespace, &s, Timestamp::now())
+    let s = found.map_err(|e| refused(task, namespace, &secret, e))?;
+    parse(task, namespace, &s, Timestamp::now())
 }
 
 /// The API server's refusal of the Secret, as a message that names it and

@@ -70,7 +70,7 @@ async fn prepare(ui: &Ui, ns: &str, name: &str, file: &str) -> Result<serde_json
         }
         .into());
     };
-    let links = grant::read(&k, name).await?;
+    let links = grant::read(&k.client, &k.namespace, name).await?;
     let answer = fetch::open(&ui.http, links.url(file)?, f).await?;
     let token = ui
         .downloads

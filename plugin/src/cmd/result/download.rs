@@ -33,13 +33,13 @@ pub async fn into_dir(
     files.sort_by(|a, b| a.name.cmp(&b.name));
     let root = make_root(&name, root)?;
     let http = fetch::client()?;
-    let mut links = grant::read(k, &name).await?;
+    let mut links = grant::read(&k.client, &k.namespace, &name).await?;
     let total: u64 = files.iter().map(|f| size(f)).sum();
     let mut progress = Progress::stderr(files.len(), total);
     let mut done = Ok(());
     for f in &files {
         if links.expiring(Timestamp::now()) {
-            links = grant::read(k, &name).await?;
+            links = grant::read(&k.client, &k.namespace, &name).await?;
         }
         done = one_file(&http, &links, &root, f, &mut progress).await;
         if done.is_err() {
@@ -122,7 +122,7 @@ fn place(root: &Path, name: &str, dest: &Path) -> Result<(), OutputError> {
 pub async fn one(k: &Kube, task: &Task, f: &OutputFile, to: Option<&Path>) -> Result<(), Error> {
     let name = outputs::task_name(task);
     let http = fetch::client()?;
-    let links = grant::read(k, &name).await?;
+    let links = grant::read(&k.client, &k.namespace, &name).await?;
     match to {
         Some(path) => {
             let mut progress = Progress::stderr(1, size(f));
