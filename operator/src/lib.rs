@@ -7,7 +7,7 @@
 //! - [`reconcile`]: the pipeline for one Task, from the Task cache to its
 //!   status write.
 //! - [`cron`]: CronTasks, runs of a Task template on a schedule (the
-//!   decisions pure, in `cron::plan`).
+//!   decisions pure, in `cron::decide`).
 //! - [`collector`]: deletes the objects of output stores whose Task is gone.
 //! - [`api`]: every API call the reconcilers make, bounded and counted, and
 //!   their errors (`ApiError`, `CallError`).

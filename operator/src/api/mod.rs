@@ -1,6 +1,6 @@
 //! The API layer: every call to the API server the reconcilers make, each
 //! bounded by the configured timeout and counted in the metrics, and their
-//! errors. Thin: decisions live in `status/`, `queue/`, `cron::plan`.
+//! errors. Thin: decisions live in `status/`, `queue/`, `cron::decide`.
 //! - here: the calls, and `call`, which runs one (the reconcilers' own
 //!   calls in `reconcile::accounts`, `cron` and `collector` go through it);
 //! - [`error`]: `ApiError`, one variant per call, naming its object;

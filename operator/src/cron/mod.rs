@@ -1,5 +1,5 @@
 //! CronTasks: a Task template run on a schedule, exactly once per
-//! scheduled time (docs/cron.md). The decisions are pure (`plan.rs`);
+//! scheduled time (docs/cron.md). The decisions are pure (`decide.rs`);
 //! here the controller reads a CronTask's runs from the Task cache, makes
 //! the calls the plan asks for and writes the status.
 //!
@@ -8,7 +8,7 @@
 //! AlreadyExists; and `status.lastScheduleTime` moves past a time only
 //! after its run was created.
 
-pub mod plan;
+pub mod decide;
 #[cfg(test)]
 mod tests;
 
@@ -33,7 +33,7 @@ use crate::api::call_error::{CallError, Chain};
 use crate::api::error::ApiError;
 use crate::context::Context;
 
-use self::plan::{Note, Plan, Run};
+use self::decide::{Note, Plan, Run};
 
 /// Failures of a CronTask's reconcile, one per call.
 #[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
@@ -141,7 +141,7 @@ pub async fn reconcile(cron: Arc<CronTask>, ctx: Arc<Context>) -> Result<Action,
     let now = Timestamp::now();
     let runs = runs_of(&ctx, &cron);
     tracing::debug!(crontask = %cron.name_any(), runs = runs.len(), "reconcile");
-    let plan = plan::plan_with(&cron, &runs, now, &limits(&ctx, &cron));
+    let plan = decide::plan_with(&cron, &runs, now, &limits(&ctx, &cron));
     carry_out(&ctx, &cron, &plan, now).await?;
     Ok(match plan.requeue {
         // A hair late rather than early: the time must have come.
@@ -177,9 +177,9 @@ fn runs_of(ctx: &Context, cron: &CronTask) -> Vec<Run> {
 }
 
 /// The operator's bounds, and the active runs of `cron`'s namespace.
-fn limits(ctx: &Context, cron: &CronTask) -> plan::Limits {
+fn limits(ctx: &Context, cron: &CronTask) -> decide::Limits {
     let ns = cron.metadata.namespace.as_deref().unwrap_or_default();
-    plan::Limits {
+    decide::Limits {
         min_interval: ctx
             .config
             .cron_min_interval

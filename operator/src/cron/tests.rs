@@ -10,7 +10,7 @@ use k8s_openapi::jiff::Timestamp;
 
 use k8s_openapi::jiff::SignedDuration;
 
-use super::plan::{Limits, Run, manual_run_name, plan, plan_with, run_name};
+use super::decide::{Limits, Run, manual_run_name, plan, plan_with, run_name};
 
 fn ts(s: &str) -> Timestamp {
     s.parse().expect("timestamp")
@@ -50,14 +50,14 @@ fn cron(change: impl FnOnce(&mut CronTaskSpec)) -> CronTask {
 
 fn with_status(mut c: CronTask, change: impl FnOnce(&mut CronTaskStatus)) -> CronTask {
     let mut s = c.status.take().unwrap_or_default();
-    s.schedule_in_effect = Some(super::plan::schedule_key(&c));
+    s.schedule_in_effect = Some(super::decide::schedule_key(&c));
     change(&mut s);
     c.status = Some(s);
     c
 }
 
 /// The condition `type_` of a plan's status; the plan must set it.
-fn condition<'a>(p: &'a super::plan::Plan, type_: &str) -> &'a Condition {
+fn condition<'a>(p: &'a super::decide::Plan, type_: &str) -> &'a Condition {
     p.status
         .conditions
         .iter()

@@ -106,7 +106,7 @@ pub fn waits_from_cache(ctx: &Context, task: &Task) -> Option<Wait> {
     if !limits.applies_to(id.namespace) {
         return None;
     }
-    let plan = plan(tasks, task, &limits, &cached_job_uids(ctx), None);
+    let plan = queue_plan(tasks, task, &limits, &cached_job_uids(ctx), None);
     match verdict(&plan, id.uid) {
         Verdict::Wait(w) => Some(w),
         Verdict::Start | Verdict::Active => None,
@@ -143,7 +143,7 @@ pub async fn start(ctx: &Context, task: &Task) -> Result<Admission, Error> {
     }
     // From the cache alone first: a Task that must wait costs no API call.
     let cached = cached_job_uids(ctx);
-    if let Verdict::Wait(w) = verdict(&plan(store, task, &limits, &cached, None), id.uid) {
+    if let Verdict::Wait(w) = verdict(&queue_plan(store, task, &limits, &cached, None), id.uid) {
         return Ok(Admission::Wait(w));
     }
     let _guard = ctx.queue.lock().await;
@@ -186,7 +186,7 @@ pub async fn drain(ctx: &Context, finished: &Task) -> Result<(), Error> {
     Ok(())
 }
 
-/// The plan over the cache, with the live Jobs; `done` is left out (it just
+/// The queue's plan over the cache, with the live Jobs; `done` is left out (it just
 /// finished but the cache may not show it yet).
 async fn live_plan(
     ctx: &Context,
@@ -206,10 +206,14 @@ async fn live_plan(
         .into_iter()
         .map(|(_, uid)| uid)
         .collect();
-    Ok(plan(store, task, limits, &live, done))
+    Ok(queue_plan(store, task, limits, &live, done))
 }
 
-fn plan(
+/// The queue's plan (`queue::plan`) over the Tasks of `store` (`me` among
+/// them even before the cache shows it), `live` being the UIDs of the
+/// Tasks that have a Job and `done` left out; with whether `me`, when it
+/// waits, overtakes a Task that already shows its place.
+fn queue_plan(
     store: &Store<Task>,
     me: &Task,
     limits: &Limits,
@@ -400,7 +404,7 @@ mod tests {
             global: None,
             namespaces: [("ns".to_owned(), 0)].into(),
         };
-        let plan = plan(store, me, &limits, &BTreeSet::new(), None);
+        let plan = queue_plan(store, me, &limits, &BTreeSet::new(), None);
         match plan.verdicts.get(me.metadata.uid.as_deref().unwrap()) {
             Some(Verdict::Wait(w)) => w.clone(),
             v => panic!("not waiting: {v:?}"),

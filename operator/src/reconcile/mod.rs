@@ -1,5 +1,5 @@
 //! The reconcile pipeline for one Task: validate → find or start its Job
-//! (`read`, deciding by the pure `plan`; the Job built by the pure `job`)
+//! (`read`, deciding by the pure `read_plan`; the Job built by the pure `job`)
 //! → read what the status needs → the pure `status::desired` → side
 //! effects (`effects`) → the status write (`status_write`) → start queued
 //! Tasks if it ended. It never waits for the work: it creates the Job and
@@ -23,8 +23,8 @@ pub mod downloads;
 mod effects;
 pub mod error;
 pub mod outputs;
-pub mod plan;
 pub mod read;
+pub mod read_plan;
 pub mod result_trust;
 pub mod shard_reads;
 mod status_write;

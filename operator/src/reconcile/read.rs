@@ -1,5 +1,5 @@
 //! The read step: the Task's Job (found, or started under the caps), then
-//! what `plan::reads` asks for — its pods and result ConfigMaps — with any
+//! what `read_plan::reads` asks for — its pods and result ConfigMaps — with any
 //! result read as final vetted against the Job it must come from.
 
 use crds::Task;
@@ -16,7 +16,7 @@ use crate::outputs::report::Target;
 use crate::queue::Wait;
 use crate::reconcile::admit::{self, Admission};
 use crate::reconcile::error::Error;
-use crate::reconcile::plan::{self, Find};
+use crate::reconcile::read_plan::{self, Find};
 use crate::reconcile::{outputs, result_trust, shard_reads};
 use crate::status::kueue;
 use crate::status::observe::{self, Observed, Ownership};
@@ -34,7 +34,7 @@ pub enum Found {
 
 /// Finds the Task's Job, or starts it when the Task may start.
 pub async fn job(ctx: &Context, task: &Task, id: &Identity<'_>) -> Result<Found, Error> {
-    let look_first = match plan::find(task) {
+    let look_first = match read_plan::find(task) {
         Find::Get => return Ok(Found::Job(recorded_job(ctx, task, id).await?.map(Box::new))),
         Find::GetThenStart => true,
         // Waiting, as the caches show: no API call at all.
@@ -126,7 +126,7 @@ pub async fn cluster(
     job: Option<Box<Job>>,
 ) -> Result<Seen, Error> {
     let job = job.map(|j| *j);
-    let reads = plan::reads(task, job.as_ref());
+    let reads = read_plan::reads(task, job.as_ref());
     let ours = job
         .as_ref()
         .filter(|j| observe::ownership(j, id.uid) == Ownership::Ours);
@@ -184,7 +184,7 @@ async fn pods_then_result(
     ctx: &Context,
     id: &Identity<'_>,
     ours: Option<&Job>,
-    reads: &plan::Reads<'_>,
+    reads: &read_plan::Reads<'_>,
 ) -> Result<(Pods, Option<ConfigMap>), Error> {
     let pods = match ours.filter(|_| reads.pods) {
         Some(j) => pods(ctx, id, j, reads.all_pods).await?,

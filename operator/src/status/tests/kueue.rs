@@ -274,7 +274,7 @@ fn a_cancel_under_kueue_deactivates_the_workload() {
 
 #[test]
 fn only_a_kueue_job_that_is_held_or_stopping_reads_its_workload() {
-    use crate::reconcile::plan::reads;
+    use crate::reconcile::read_plan::reads;
     let t = Task::test().running();
     let held = JobFixture::ours().queued_in("lq").suspended().build();
     assert!(reads(&t, Some(&held)).workload);

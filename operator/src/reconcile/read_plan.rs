@@ -1,6 +1,6 @@
-//! Pure: what one reconcile reads, decided from the Task and (once read)
-//! its Job, so that the read step makes exactly the calls the status needs
-//! and nothing else.
+//! Pure: the plan of the read step (`read`), what one reconcile reads,
+//! decided from the Task and (once read) its Job, so that the read step
+//! makes exactly the calls the status needs and nothing else.
 
 use crds::Task;
 use k8s_openapi::api::batch::v1::Job;
