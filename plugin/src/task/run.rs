@@ -57,25 +57,7 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
             "name the program after --, e.g. -- sh -c 'echo hi'".to_owned(),
         ));
     }
-    let retries = a.retries.unwrap_or(0);
-    if !(0..=MAX_RETRIES).contains(&retries) {
-        return Err(usage(format!(
-            "--retries {retries}: must be 0 to {MAX_RETRIES}"
-        )));
-    }
-    let shards = a.shards.unwrap_or(1);
-    if !(1..=MAX_SHARDS).contains(&shards) {
-        return Err(usage(format!(
-            "--shards {shards}: must be 1 to {MAX_SHARDS}"
-        )));
-    }
-    if let Some(p) = a.parallelism
-        && !(1..=shards).contains(&p)
-    {
-        return Err(usage(format!(
-            "--parallelism {p}: must be 1 to the number of shards ({shards})"
-        )));
-    }
+    let (retries, shards) = counts(a)?;
     let timeout_seconds = match a.timeout {
         Some(d) if d.as_secs() == 0 => {
             return Err(usage("--timeout: must be at least 1s".to_owned()));
@@ -96,18 +78,7 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
             "--image: name an image, e.g. python:3.12-slim".to_owned(),
         ));
     }
-    let pod_template = match a.service_account.as_deref() {
-        None => None,
-        Some(name) if is_dns_subdomain(name) => Some(PodTemplate {
-            service_account_name: Some(name.to_owned()),
-            ..PodTemplate::default()
-        }),
-        Some(name) => {
-            return Err(usage(format!(
-                "--service-account {name:?}: must be a ServiceAccount name (lowercase letters, digits, '-' and '.')"
-            )));
-        }
-    };
+    let pod_template = pod_template(a)?;
     let spec = TaskSpec {
         command: a.command.clone(),
         image: a.image.clone(),
@@ -126,6 +97,46 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
         ..TaskSpec::default()
     };
     Ok(Task::new(&a.name, spec))
+}
+
+/// `--retries` and `--shards` (and `--parallelism` against the shards),
+/// each checked against its bounds.
+fn counts(a: &RunArgs) -> Result<(i32, i32), Error> {
+    let usage = |m: String| Error::Usage(m);
+    let retries = a.retries.unwrap_or(0);
+    if !(0..=MAX_RETRIES).contains(&retries) {
+        return Err(usage(format!(
+            "--retries {retries}: must be 0 to {MAX_RETRIES}"
+        )));
+    }
+    let shards = a.shards.unwrap_or(1);
+    if !(1..=MAX_SHARDS).contains(&shards) {
+        return Err(usage(format!(
+            "--shards {shards}: must be 1 to {MAX_SHARDS}"
+        )));
+    }
+    if let Some(p) = a.parallelism
+        && !(1..=shards).contains(&p)
+    {
+        return Err(usage(format!(
+            "--parallelism {p}: must be 1 to the number of shards ({shards})"
+        )));
+    }
+    Ok((retries, shards))
+}
+
+/// The pod template `--service-account` asks for, if any.
+fn pod_template(a: &RunArgs) -> Result<Option<PodTemplate>, Error> {
+    match a.service_account.as_deref() {
+        None => Ok(None),
+        Some(name) if is_dns_subdomain(name) => Ok(Some(PodTemplate {
+            service_account_name: Some(name.to_owned()),
+            ..PodTemplate::default()
+        })),
+        Some(name) => Err(Error::Usage(format!(
+            "--service-account {name:?}: must be a ServiceAccount name (lowercase letters, digits, '-' and '.')"
+        ))),
+    }
 }
 
 /// A DNS subdomain (RFC 1123), as object names such as a ServiceAccount's are.
