@@ -14,7 +14,7 @@ use k8s_openapi::api::rbac::v1::{RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::Resource;
 
-pub use crate::job::identity::{BuildError, Identity, identity};
+pub use crate::job::identity::{Identity, IdentityError, identity};
 use crate::job::{pod, shape};
 
 /// Annotation on a Task's Job naming the `OutputStore` its outputs go to,
@@ -42,7 +42,7 @@ pub fn controller_ref(id: &Identity<'_>) -> OwnerReference {
 }
 
 /// The Job that runs `task` with the worker image `worker_image`.
-pub fn job(task: &Task, worker_image: &str) -> Result<Job, BuildError> {
+pub fn job(task: &Task, worker_image: &str) -> Result<Job, IdentityError> {
     let id = identity(task)?;
     let spec = &task.spec;
     let lbls = task_labels(&id);
@@ -74,7 +74,7 @@ pub fn job_with_outputs(
     task: &Task,
     worker_image: &str,
     store: Option<&str>,
-) -> Result<Job, BuildError> {
+) -> Result<Job, IdentityError> {
     let mut job = job(task, worker_image)?;
     let Some(store) = store else {
         return Ok(job);

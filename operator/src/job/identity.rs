@@ -11,24 +11,28 @@ pub struct Identity<'a> {
 }
 
 /// Reads the identity of a Task as stored by the API server.
-pub fn identity(task: &Task) -> Result<Identity<'_>, BuildError> {
+pub fn identity(task: &Task) -> Result<Identity<'_>, IdentityError> {
     let m = &task.metadata;
     Ok(Identity {
         name: m
             .name
             .as_deref()
-            .ok_or(BuildError::MissingMetadata("name"))?,
+            .ok_or(IdentityError::MissingMetadata("name"))?,
         namespace: m
             .namespace
             .as_deref()
-            .ok_or(BuildError::MissingMetadata("namespace"))?,
-        uid: m.uid.as_deref().ok_or(BuildError::MissingMetadata("uid"))?,
+            .ok_or(IdentityError::MissingMetadata("namespace"))?,
+        uid: m
+            .uid
+            .as_deref()
+            .ok_or(IdentityError::MissingMetadata("uid"))?,
     })
 }
 
-/// Failures of the pure Job builder .
-#[derive(Debug, thiserror::Error)]
-pub enum BuildError {
+/// A Task without the identity the API server gives every stored object:
+/// nothing can be built for it (the builders' only failure).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum IdentityError {
     #[error("Task has no metadata.{0} (not read from the API server?)")]
     MissingMetadata(&'static str),
 }

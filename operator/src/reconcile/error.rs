@@ -1,7 +1,7 @@
 //! Everything a reconcile can fail with: the failing step's own error.
 
 use crate::api::error::ApiError;
-use crate::job::build::BuildError;
+use crate::job::identity::IdentityError;
 
 /// Everything a reconcile can fail with.
 #[derive(Debug, thiserror::Error, strum::IntoStaticStr)]
@@ -9,8 +9,10 @@ use crate::job::build::BuildError;
 pub enum Error {
     #[error(transparent)]
     Api(#[from] ApiError),
-    #[error("cannot build the Job")]
-    Build(#[from] BuildError),
+    /// The Task lacks a name, namespace or UID: not a Task as the API
+    /// server stores it. The message says which.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
     #[error("the Task cache is not ready yet; cannot place the Task in the queue")]
     QueueNotReady,
     #[error("the OutputStore cache is not ready yet; cannot tell which store the Task uses")]
@@ -29,7 +31,7 @@ impl Error {
     /// True when retrying cannot help until the object changes.
     pub fn waits_for_change(&self) -> bool {
         match self {
-            Self::Build(_) => true,
+            Self::Identity(_) => true,
             // Normally a status (InvalidSpec) instead of an error; never retried.
             Self::Api(e) => e.job_refused().is_some(),
             Self::QueueNotReady | Self::StoresNotReady => false,
@@ -42,7 +44,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::api::call_error::CallError;
+    use crate::api::call_error::{CallError, Chain};
+    use crate::fixtures::TaskFixture;
+    use crate::job::identity::identity;
 
     fn api(code: u16, reason: &str) -> CallError {
         CallError::Kube(kube::Error::Api(
@@ -98,5 +102,20 @@ mod tests {
         };
         assert_eq!(e.job_refused(), None);
         assert!(!Error::Api(e).waits_for_change());
+    }
+
+    /// A Task without a UID is no Job the builder failed: the error says
+    /// what the Task lacks, has a category of its own, and waits for a
+    /// change.
+    #[test]
+    fn a_task_without_uid_is_named_as_such() {
+        let task = crds::Task::test().without_uid();
+        let err = Error::from(identity(&task).err().expect("no identity"));
+        assert_eq!(
+            Chain(&err).to_string(),
+            "Task has no metadata.uid (not read from the API server?)"
+        );
+        assert_eq!(err.category(), "identity");
+        assert!(err.waits_for_change());
     }
 }

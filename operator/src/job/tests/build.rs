@@ -141,7 +141,7 @@ fn building_twice_gives_the_same_job() {
 fn task_without_uid_is_refused() {
     assert!(matches!(
         job(&hello().without_uid(), "img"),
-        Err(BuildError::MissingMetadata("uid"))
+        Err(IdentityError::MissingMetadata("uid"))
     ));
 }
 
