@@ -221,28 +221,12 @@ pub async fn follow(k: &Kube, mut task: Task, o: Opts, sink: &Arc<dyn Sink>) -> 
         for (shard, attempts) in &by_shard {
             let st = shards.entry(*shard).or_default();
             let prefix = prefix(&task, *shard);
-            if let Some((uid, h)) = st.current.take_if(|(_, h)| h.is_finished()) {
-                printed += h
-                    .await
-                    .map_err(|e| Error::Usage(format!("log reader: {e}")))??;
-                st.done.insert(uid);
-            }
+            printed += reaped(st, true).await?;
             if st.current.is_some() {
                 busy = true;
                 continue;
             }
-            if !st.primed {
-                st.primed = true;
-                if !o.all_attempts {
-                    let older = attempts.len().saturating_sub(1);
-                    st.done.extend(attempts.iter().take(older).map(uid_of));
-                }
-            }
-            let Some((i, p)) = attempts
-                .iter()
-                .enumerate()
-                .find(|(_, p)| !st.done.contains(&uid_of(p)))
-            else {
+            let Some((i, p)) = next_attempt(st, attempts, o) else {
                 continue;
             };
             if !pods::started(p) {
@@ -256,36 +240,14 @@ pub async fn follow(k: &Kube, mut task: Task, o: Opts, sink: &Arc<dyn Sink>) -> 
                 }
                 continue;
             }
-            if o.headers {
-                header(sink, &prefix, p, i + 1)?;
-            } else if st.followed > 0 {
-                sink.note(&format!(
-                    "{prefix}following the next attempt, pod {}",
-                    name_of(p)
-                ))?;
-            }
-            st.followed += 1;
+            start(k, sink, o, st, prefix, p, i)?;
             said.remove(&Some(*shard));
-            let h = tokio::spawn(stream::pod_log(
-                pod_api(k),
-                name_of(p),
-                prefix,
-                true,
-                sink.clone(),
-            ));
-            st.current = Some((uid_of(p), h));
             busy = true;
         }
         // Pods that vanished while followed: their readers end on their own.
         for (shard, st) in shards.iter_mut() {
-            if by_shard.contains_key(shard) {
-                continue;
-            }
-            if let Some((uid, h)) = st.current.take() {
-                printed += h
-                    .await
-                    .map_err(|e| Error::Usage(format!("log reader: {e}")))??;
-                st.done.insert(uid);
+            if !by_shard.contains_key(shard) {
+                printed += reaped(st, false).await?;
             }
         }
         if done && !busy {
@@ -294,4 +256,71 @@ pub async fn follow(k: &Kube, mut task: Task, o: Opts, sink: &Arc<dyn Sink>) -> 
         tokio::time::sleep(POLL).await;
         task = k.task(&name).await?;
     }
+}
+
+/// Takes the shard's reader, once it has finished (`only_finished`) or
+/// anyway, waits for it and marks its pod read: the lines it gave.
+async fn reaped(st: &mut Shard, only_finished: bool) -> Result<u64, Error> {
+    let current = if only_finished {
+        st.current.take_if(|(_, h)| h.is_finished())
+    } else {
+        st.current.take()
+    };
+    let Some((uid, h)) = current else {
+        return Ok(0);
+    };
+    let lines = h
+        .await
+        .map_err(|e| Error::Usage(format!("log reader: {e}")))??;
+    st.done.insert(uid);
+    Ok(lines)
+}
+
+/// The shard's first attempt not read yet (its index and pod). On first
+/// sight of the shard, without `--all-attempts`, the attempts before the
+/// newest are set aside.
+fn next_attempt<'p>(st: &mut Shard, attempts: &'p [Pod], o: Opts) -> Option<(usize, &'p Pod)> {
+    if !st.primed {
+        st.primed = true;
+        if !o.all_attempts {
+            let older = attempts.len().saturating_sub(1);
+            st.done.extend(attempts.iter().take(older).map(uid_of));
+        }
+    }
+    attempts
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !st.done.contains(&uid_of(p)))
+}
+
+/// Starts reading pod `p`, attempt `i + 1` of its shard, after the line
+/// naming it (`--all-attempts`, the page) or, from the second attempt on,
+/// a note that the next one follows.
+fn start(
+    k: &Kube,
+    sink: &Arc<dyn Sink>,
+    o: Opts,
+    st: &mut Shard,
+    prefix: String,
+    p: &Pod,
+    i: usize,
+) -> Result<(), Error> {
+    if o.headers {
+        header(sink, &prefix, p, i + 1)?;
+    } else if st.followed > 0 {
+        sink.note(&format!(
+            "{prefix}following the next attempt, pod {}",
+            name_of(p)
+        ))?;
+    }
+    st.followed += 1;
+    let h = tokio::spawn(stream::pod_log(
+        pod_api(k),
+        name_of(p),
+        prefix,
+        true,
+        sink.clone(),
+    ));
+    st.current = Some((uid_of(p), h));
+    Ok(())
 }
