@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use crds::Task;
 use crds::outputs::{OutputsStatus, human_size};
+use crds::{Task, TaskStatus};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -45,36 +45,65 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
     let mut o = String::new();
     let s = t.status.clone().unwrap_or_default();
     let name = t.name_any();
-    let mut field = |k: &str, v: &str| {
-        if !v.is_empty() {
-            let _ = writeln!(o, "{:<13}{}", format!("{k}:"), visible(v));
-        }
-    };
-    field("Name", &name);
-    field("Namespace", &t.namespace().unwrap_or_default());
+    spec_fields(&mut o, t, &name, now);
+    status_fields(&mut o, &s, now);
+    if let Some(r) = &s.result {
+        result_fields(&mut o, &s, r, &name);
+    }
+    if let Some(outputs) = &s.outputs {
+        outputs_section(&mut o, &name, outputs);
+    }
+    conditions_section(&mut o, &s, now);
+    events_section(&mut o, t, events, now);
+    o.push_str("Log Tail:\n");
+    match s.log_tail.as_deref().filter(|l| !l.is_empty()) {
+        None => o.push_str("  <none yet: kept once a run ends>\n"),
+        Some(tail) => indent(&mut o, tail),
+    }
+    o
+}
+
+/// One `Key:   value` line, left out when the value is empty.
+fn field(o: &mut String, k: &str, v: &str) {
+    if !v.is_empty() {
+        let _ = writeln!(o, "{:<13}{}", format!("{k}:"), visible(v));
+    }
+}
+
+/// The Task's identity and its spec in brief.
+fn spec_fields(o: &mut String, t: &Task, name: &str, now: Timestamp) {
+    field(o, "Name", name);
+    field(o, "Namespace", &t.namespace().unwrap_or_default());
     field(
+        o,
         "Created",
         &when(t.metadata.creation_timestamp.as_ref(), now),
     );
     if let Some(origin) = t.labels().get(crds::names::labels::RERUN_OF) {
-        field("Rerun of", origin);
+        field(o, "Rerun of", origin);
     }
     let mut command = t.spec.command.clone();
     command.extend(t.spec.args.iter().cloned());
-    field("Command", &command.join(" "));
+    field(o, "Command", &command.join(" "));
     if t.spec.is_sharded() {
         field(
+            o,
             "Shards",
             &format!("{} ({} at once)", t.spec.shards, t.spec.shard_parallelism()),
         );
     }
     if t.spec.cancel {
-        field("Cancel", "requested");
+        field(o, "Cancel", "requested");
     }
-    field("Phase", s.phase.map_or("<not started>", |p| p.as_str()));
-    field("Reason", s.reason.as_deref().unwrap_or_default());
-    field("Message", s.message.as_deref().unwrap_or_default());
+}
+
+/// The status fields, from the phase to the shards' counts.
+fn status_fields(o: &mut String, s: &TaskStatus, now: Timestamp) {
+    field(o, "Phase", s.phase.map_or("<not started>", |p| p.as_str()));
+    field(o, "Reason", s.reason.as_deref().unwrap_or_default());
+    field(o, "Message", s.message.as_deref().unwrap_or_default());
     field(
+        o,
         "Attempts",
         &s.attempts.map(|a| a.to_string()).unwrap_or_default(),
     );
@@ -86,26 +115,28 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
             });
             format!(" (last: pod {} {}{ago})", d.pod, d.reason)
         });
-        field("Disruptions", &format!("{n}{last}"));
+        field(o, "Disruptions", &format!("{n}{last}"));
     }
     field(
+        o,
         "Exit Code",
         &s.exit_code.map(|c| c.to_string()).unwrap_or_default(),
     );
     if let Some(p) = &s.progress {
         let msg = p.message.as_deref().unwrap_or_default();
-        field("Progress", format!("{} {msg}", p.display).trim_end());
+        field(o, "Progress", format!("{} {msg}", p.display).trim_end());
     }
-    field("Job", s.job_name.as_deref().unwrap_or_default());
-    field("Pod", s.pod_name.as_deref().unwrap_or_default());
+    field(o, "Job", s.job_name.as_deref().unwrap_or_default());
+    field(o, "Pod", s.pod_name.as_deref().unwrap_or_default());
     if s.started_at.is_some() {
-        field("Started", &when(s.started_at.as_ref(), now));
+        field(o, "Started", &when(s.started_at.as_ref(), now));
     }
     if s.completed_at.is_some() {
-        field("Completed", &when(s.completed_at.as_ref(), now));
+        field(o, "Completed", &when(s.completed_at.as_ref(), now));
     }
     if let Some(c) = &s.shards {
         field(
+            o,
             "Shard Counts",
             &format!(
                 "{} succeeded, {} failed, {} active",
@@ -113,23 +144,26 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
             ),
         );
     }
-    if let Some(r) = &s.result {
-        let whole = s.result_truncated != Some(true);
-        let shown = if whole && r.len() <= INLINE_RESULT && !r.trim_end().contains('\n') {
-            r.trim_end().to_owned()
-        } else {
-            format!(
-                "{}{} bytes in the status (kubectl longtask result {name} prints all of it)",
-                if whole { "" } else { "first " },
-                r.len()
-            )
-        };
-        field("Result", &shown);
-        field("Digest", s.result_digest.as_deref().unwrap_or_default());
-    }
-    if let Some(outputs) = &s.outputs {
-        outputs_section(&mut o, &name, outputs);
-    }
+}
+
+/// The result as the status holds it (inline when short and whole) and
+/// its digest.
+fn result_fields(o: &mut String, s: &TaskStatus, r: &str, name: &str) {
+    let whole = s.result_truncated != Some(true);
+    let shown = if whole && r.len() <= INLINE_RESULT && !r.trim_end().contains('\n') {
+        r.trim_end().to_owned()
+    } else {
+        format!(
+            "{}{} bytes in the status (kubectl longtask result {name} prints all of it)",
+            if whole { "" } else { "first " },
+            r.len()
+        )
+    };
+    field(o, "Result", &shown);
+    field(o, "Digest", s.result_digest.as_deref().unwrap_or_default());
+}
+
+fn conditions_section(o: &mut String, s: &TaskStatus, now: Timestamp) {
     o.push_str("Conditions:\n");
     if s.conditions.is_empty() {
         o.push_str("  <none>\n");
@@ -148,10 +182,13 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
             })
             .collect();
         indent(
-            &mut o,
+            o,
             &show::table(&["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"], &rows),
         );
     }
+}
+
+fn events_section(o: &mut String, t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) {
     o.push_str("Events:\n");
     match events {
         Err(why) => {
@@ -163,18 +200,12 @@ pub fn render(t: &Task, events: Result<Vec<Event>, String>, now: Timestamp) -> S
                 o.push_str("  <none>\n");
             } else {
                 indent(
-                    &mut o,
+                    o,
                     &show::table(&["TYPE", "REASON", "AGE", "FROM", "MESSAGE"], &rows),
                 );
             }
         }
     }
-    o.push_str("Log Tail:\n");
-    match s.log_tail.as_deref().filter(|l| !l.is_empty()) {
-        None => o.push_str("  <none yet: kept once a run ends>\n"),
-        Some(tail) => indent(&mut o, tail),
-    }
-    o
 }
 
 /// Most output files `describe` lists; `result -o DIR` fetches them all.
