@@ -209,12 +209,23 @@ pub async fn task(State(ui): State<Arc<Ui>>, Path((ns, name)): Path<(String, Str
             };
             std::future::ready(out)
         });
+    let event_changes = event_changes(client, &ns, &name);
+    stream(futures::stream::select(task_changes, event_changes))
+}
+
+/// `events` (all of Task `name`'s Events, oldest first) at each change of
+/// one, for its page.
+fn event_changes(
+    client: kube::Client,
+    ns: &str,
+    name: &str,
+) -> impl Stream<Item = Event> + Send + 'static {
     let kind = Task::kind(&());
     let about = format!("involvedObject.name={name},involvedObject.kind={kind}");
-    let events: Api<KubeEvent> = Api::namespaced(client, &ns);
+    let events: Api<KubeEvent> = Api::namespaced(client, ns);
     let mut all: BTreeMap<String, KubeEvent> = BTreeMap::new();
     let mut listing: Option<BTreeMap<String, KubeEvent>> = None;
-    let event_changes = watcher(events, watcher::Config::default().fields(&about))
+    watcher(events, watcher::Config::default().fields(&about))
         .default_backoff()
         .filter_map(move |ev| {
             let key = |e: &KubeEvent| e.metadata.uid.clone().unwrap_or_else(|| e.name_any());
@@ -246,8 +257,7 @@ pub async fn task(State(ui): State<Arc<Ui>>, Path((ns, name)): Path<(String, Str
                 sse("events", &list)
             });
             std::future::ready(out)
-        });
-    stream(futures::stream::select(task_changes, event_changes))
+        })
 }
 
 /// The page's sink: each line, note and header an event of the stream.
