@@ -1,7 +1,11 @@
 //! What the commands and the web page do to a Task, shared by both: a
-//! command of `cmd/` is the verb (its flags, what it prints), the module of
-//! the same name here what it does, which the page calls too. The log
-//! follower (`logs`) and the wait for a Task's end (`outcome`).
+//! verb of `cmd/` keeps its flags and what it prints, the module of the
+//! same name here what it does, which the page calls too. `run` (the Task
+//! the flags describe, its create, `--wait`/`--follow`), `rerun`,
+//! `cancel`, `result` (the checked bytes), `logs` (the follower),
+//! `outcome` (the wait for a Task's end), `waiting` (what it waits for)
+//! and `cron` (CronTasks read and shown). Nothing here imports `cmd/` or
+//! `ui/`.
 
 pub mod cancel;
 pub mod cron;

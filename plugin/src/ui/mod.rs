@@ -5,7 +5,10 @@
 //! The list is one watch pushed to the page as a stream of server-sent
 //! events of trimmed rows (`rows.rs`); who may ask is `guard.rs`; how the
 //! browser is opened without the token on a command line, `opener.rs`;
-//! output files through one-time links, `download.rs`.
+//! output files through one-time links, `download.rs` (their tickets,
+//! `tickets.rs`). The handlers share `state::Ui`; this module builds it
+//! and routes to them, and none of them imports from it. What the page
+//! does to a Task is `task/`, as the commands do it.
 
 mod api;
 mod download;
