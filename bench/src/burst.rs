@@ -151,7 +151,9 @@ pub async fn run(
     let mut cpu = procfs::cpu_spent(&all0, &procfs::cluster_cpu(&cluster.dir, ticks)?);
     // Every operator process's own time (a restarted one's too, while it runs).
     cpu.insert("operator".into(), operator_cpu_all(cluster, ticks) - op0);
-    let s = samples.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let s = samples
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     Ok(Burst {
         tasks: n,
         created_s,
@@ -193,7 +195,11 @@ pub fn render(b: &Burst) -> String {
         b.tasks,
         b.created_s,
         b.makespan_s,
-        if b.finished { "" } else { " (time limit: not all ended)" },
+        if b.finished {
+            ""
+        } else {
+            " (time limit: not all ended)"
+        },
         b.completed,
         b.failed,
         b.operator_restarts,

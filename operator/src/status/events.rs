@@ -1,4 +1,4 @@
-//! Pure: which Events a status change deserves. Publishing is in `reconcile/api.rs` (`publish`).
+//! Pure: which Events a status change deserves. Publishing is in `api/mod.rs` (`api::publish`).
 
 use crds::conditions::Reason;
 use crds::{Phase, TaskStatus};
