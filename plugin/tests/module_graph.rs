@@ -1,9 +1,10 @@
 //! The plugin's modules import each other in layers (issue 38). `main.rs`
 //! is the entry and the dispatch, and no module imports from it; a verb
 //! of `cmd/` imports no other verb; the web page (`ui/`) imports no verb
-//! at all; and no two modules, nor two top-level folders as wholes,
-//! import each other. What the verbs and the page share sits beside
-//! `client.rs`: `task/`, `outputs/`, `show`, `print`, `safe`.
+//! at all, and nothing but `main.rs` imports `cmd/` or `ui/` from outside;
+//! and no two modules, nor two top-level folders as wholes, import each
+//! other. What the verbs and the page share sits beside `client.rs`:
+//! `task/`, `outputs/`, `show`, `print`, `safe`.
 //!
 //! Reads the sources as tokens (comments and string literals dropped,
 //! `#[cfg(test)]` items left out): each `use` tree and each path in code
@@ -319,6 +320,8 @@ fn violations(sources: &Sources) -> Vec<String> {
             out.push(format!(
                 "{from} imports {to}: the page uses task/, not cmd/"
             ));
+        } else if ["cmd", "ui"].contains(&top(to)) && ![top(to), ""].contains(&top(from)) {
+            out.push(format!("{from} imports {to}: only main.rs reaches into it"));
         }
     }
     // The entry dispatches to everything and is imported by nothing.
@@ -393,6 +396,7 @@ fn the_guard_sees_a_planted_bad_edge_of_each_kind() {
         [
             "cmd::get imports from main.rs",
             "cmd::get imports cmd::cron: verbs share through task/",
+            "print imports ui::rows: only main.rs reaches into it",
             "ui::rows imports cmd::get: the page uses task/, not cmd/",
             "import cycle: cmd::cron -> print -> ui::rows -> cmd::get -> cmd::cron",
             "import cycle between folders: cmd -> print -> ui -> cmd",
