@@ -317,3 +317,30 @@ fn the_checker_sees_a_cycle_and_group_imports() {
     );
     assert_eq!(crate_paths(&stripped).len(), 2);
 }
+
+/// Edges from a module to one of its own ancestors (`reconcile::read` →
+/// `reconcile`): an arrow back up, which a cycle check alone lets pass
+/// when the parent only declares the child.
+fn arrows_up(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    edges
+        .iter()
+        .flat_map(|(from, tos)| {
+            tos.iter()
+                .filter(move |to| from.starts_with(&format!("{to}::")))
+                .map(move |to| format!("{from} -> {to}"))
+        })
+        .collect()
+}
+
+#[test]
+fn no_module_imports_from_its_parent() {
+    let up = arrows_up(&crate_edges());
+    assert!(up.is_empty(), "arrows back up: {up:?}");
+    // A planted one is seen.
+    let mut edges = BTreeMap::new();
+    edges.insert(
+        "reconcile::read".to_owned(),
+        BTreeSet::from(["reconcile".to_owned(), "status".to_owned()]),
+    );
+    assert_eq!(arrows_up(&edges), vec!["reconcile::read -> reconcile"]);
+}

@@ -54,7 +54,8 @@ impl EventReason {
 /// The [`EventReason`]s under their former constant names, which callers
 /// still use (`events::reason::FOREIGN_RESULT`).
 pub mod reason {
-    use super::EventReason;
+    // By its full path: the module guard reads files, not inline modules.
+    use crate::status::events::EventReason;
 
     pub const STARTED: EventReason = EventReason::Started;
     pub const WAITING: EventReason = EventReason::Waiting;
