@@ -63,6 +63,12 @@ impl TaskBuilder {
         self
     }
 
+    /// `status.queuePosition`, as the operator writes it while Queued for a slot.
+    pub fn queue_position(mut self, n: i32) -> Self {
+        self.status().queue_position = Some(n);
+        self
+    }
+
     pub fn attempts(mut self, n: i32) -> Self {
         self.status().attempts = Some(n);
         self

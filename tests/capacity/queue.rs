@@ -168,10 +168,16 @@ async fn in_order(c: &Cluster, ns: &TestNs) -> Result<()> {
     // the queue it saw then (q-08 behind q-00); the refresh of a waiting
     // Task (every 2 s) brings the whole queue. Wait for that, not a sleep.
     let msg = |s: &Value| s["message"].as_str().unwrap_or_default().to_owned();
+    // The place is a status field (what the plugin and the page read) and
+    // the same number in the message.
+    let place = |s: &Value| s["queuePosition"].as_i64();
     wait::until(MINUTE, "q-08 first and q-09 last of 10", || async {
-        let head = msg(&ns.status("q-08").await?);
-        let tail = msg(&ns.status("q-09").await?);
-        Ok(head.starts_with("position 1 in") && tail.starts_with("position 10 in"))
+        let head = ns.status("q-08").await?;
+        let tail = ns.status("q-09").await?;
+        Ok(msg(&head).starts_with("position 1 in")
+            && msg(&tail).starts_with("position 10 in")
+            && place(&head) == Some(1)
+            && place(&tail) == Some(10))
     })
     .await?;
     let head = ns.status("q-08").await?;
@@ -183,6 +189,9 @@ async fn in_order(c: &Cluster, ns: &TestNs) -> Result<()> {
     let res = ns.all_complete(N + 3, 2 * MINUTE).await;
     let _ = std::fs::remove_file(&gate);
     res?;
+    // Out of the queue, no place is shown.
+    let done = ns.status("q-09").await?;
+    ensure!(place(&done).is_none(), "q-09 Completed keeps {done}");
     let order: Vec<String> = jobs
         .order()
         .into_iter()

@@ -135,6 +135,7 @@ mod tests {
                 "position 3 in the queue: at most 2 Tasks may be active at once (--max-active-tasks)",
             )
             .condition(types::WAITING, "True", reasons::QUEUE_FULL, "position 3 in the queue: …")
+            .queue_position(3)
             .build();
         assert_eq!(
             row(&queued, now()),

@@ -16,24 +16,17 @@ pub fn waiting(t: &Task) -> String {
         .conditions
         .iter()
         .find(|c| c.type_ == types::WAITING && c.status == "True");
-    if s.phase == Some(Phase::Queued) && s.reason.as_deref() == Some(reasons::QUEUE_FULL) {
-        // The operator words it "position N in the queue: <cap>".
-        let message = s
-            .message
-            .as_deref()
-            .or(cond.map(|c| c.message.as_str()))
-            .unwrap_or_default();
-        if let Some(pos) = queue_position(message) {
-            return pos.to_owned();
-        }
+    if let Some(n) = queue_position(t) {
+        return format!("position {n}");
     }
     cond.map(|c| c.reason.clone()).unwrap_or_default()
 }
 
-/// "position N" from the operator's queue message.
-pub fn queue_position(message: &str) -> Option<&str> {
-    let end = message.find(" in the queue")?;
-    message[..end]
-        .starts_with("position ")
-        .then(|| &message[..end])
+/// A Task's place in the queue while Queued for a slot
+/// (`status.queuePosition`, 1 is next); None otherwise.
+pub fn queue_position(t: &Task) -> Option<i32> {
+    let s = t.status.as_ref()?;
+    let for_a_slot =
+        s.phase == Some(Phase::Queued) && s.reason.as_deref() == Some(reasons::QUEUE_FULL);
+    for_a_slot.then_some(s.queue_position).flatten()
 }

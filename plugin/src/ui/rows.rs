@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crds::conditions::{reasons, types};
+use crds::conditions::types;
 use crds::{Phase, Task};
 use kube::ResourceExt;
 use serde::Serialize;
@@ -51,10 +51,8 @@ pub fn row(t: &Task) -> Row {
         .conditions
         .iter()
         .find(|c| c.type_ == types::WAITING && c.status == "True");
-    let queue_position = (s.phase == Some(Phase::Queued)
-        && s.reason.as_deref() == Some(reasons::QUEUE_FULL))
-    .then(|| position(s.message.as_deref().unwrap_or_default()))
-    .flatten();
+    let queue_position =
+        crate::task::waiting::queue_position(t).and_then(|n| u32::try_from(n).ok());
     let progress = s.progress.as_ref();
     Row {
         key: format!("{namespace}/{name}"),
@@ -87,15 +85,6 @@ pub fn row(t: &Task) -> Row {
     }
 }
 
-/// N from the operator's queue message "position N in the queue: …", as
-/// `get` reads it.
-fn position(message: &str) -> Option<u32> {
-    crate::task::waiting::queue_position(message)?
-        .strip_prefix("position ")?
-        .parse()
-        .ok()
-}
-
 /// What a Task's page shows besides its row: the status as it is (the
 /// result included: at most 32 KiB, one Task) and the spec without its
 /// env values (they may hold secrets typed in; their names stay).
@@ -119,6 +108,7 @@ pub fn detail(t: &Task) -> serde_json::Value {
 mod tests {
     use super::*;
     use crate::fixtures::{NOW, task};
+    use crds::conditions::reasons;
 
     #[test]
     fn a_row_holds_what_the_list_shows_and_no_more() {
@@ -149,20 +139,27 @@ mod tests {
     }
 
     #[test]
-    fn the_queue_position_is_read_from_the_operator_message() {
+    fn the_queue_position_is_read_from_the_status_field() {
         let t = task("q")
             .phase(Phase::Queued)
             .reason(
                 reasons::QUEUE_FULL,
                 "position 12 in the queue: namespace cap 2 reached",
             )
+            .queue_position(12)
             .build();
         assert_eq!(row(&t).queue_position, Some(12));
-        assert_eq!(position("position x in the queue"), None);
-        assert_eq!(position("waiting"), None);
+        // The words alone are not read: an operator that does not write
+        // the field shows no position.
+        let words = task("w")
+            .phase(Phase::Queued)
+            .reason(reasons::QUEUE_FULL, "position 4 in the queue: …")
+            .build();
+        assert_eq!(row(&words).queue_position, None);
         let other = task("k")
             .phase(Phase::Queued)
-            .reason("QuotaPending", "position 3 in the queue")
+            .reason("QuotaPending", "waiting for quota")
+            .queue_position(3)
             .build();
         assert_eq!(
             row(&other).queue_position,
