@@ -96,6 +96,18 @@ pub async fn run(
     inflight: usize,
     limit: Duration,
 ) -> Result<Burst> {
+    // From a settled start: one live operator pod holds the Lease (the
+    // install scaled the operator to one replica; the other's Lease may
+    // still be changing hands).
+    let t = Instant::now();
+    while !crate::memory::leading_and_ready(cluster, 1).await?
+        || procfs::operator_pids(&cluster.operator_bin).len() != 1
+    {
+        if t.elapsed() > Duration::from_secs(120) {
+            anyhow::bail!("the operator did not settle to one leading replica within 2 minutes");
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
     let api = tasks_api(&cluster.client, ns);
     let (tx, mut ended) = tokio::sync::watch::channel((0usize, 0usize));
     let (listed_tx, listed) = oneshot::channel();
