@@ -3,7 +3,8 @@
 //!
 //! One folder per concern, and no import cycles between them. From the top
 //! down, each importing only folders listed after it
-//! (`operator/tests/module_graph.rs` checks there is no cycle):
+//! (`operator/tests/module_graph.rs` checks that, against its `LAYERS`,
+//! and that there is no cycle):
 //! - [`controller`]: the watches that wake reconciles.
 //! - [`collector`]: deletes the objects of output stores whose Task is gone.
 //! - [`reconcile`]: the pipeline for one Task, from the Task cache to its

@@ -344,3 +344,62 @@ fn no_module_imports_from_its_parent() {
     );
     assert_eq!(arrows_up(&edges), vec!["reconcile::read -> reconcile"]);
 }
+
+/// The folders from the top down, as `src/lib.rs` lists them: a folder
+/// imports only folders of a later layer (none of its own or above).
+const LAYERS: [&[&str]; 10] = [
+    &["controller"],
+    &["collector"],
+    &["reconcile", "cron"],
+    &["ha"],
+    &["api"],
+    &["context"],
+    &["cache"],
+    &["status"],
+    &["queue"],
+    &["retention", "outputs", "telemetry", "store", "job"],
+];
+
+/// Top-level edges that do not point down the layers, and folders that
+/// no layer lists.
+fn against_layers(top: &BTreeMap<String, BTreeSet<String>>, all: &BTreeSet<String>) -> Vec<String> {
+    let layer = |m: &str| LAYERS.iter().position(|l| l.contains(&m));
+    let mut bad: Vec<String> = all
+        .iter()
+        .filter(|m| layer(m).is_none())
+        .map(|m| format!("{m}: in no layer of LAYERS"))
+        .collect();
+    for (from, tos) in top {
+        for to in tos {
+            if layer(from) >= layer(to) {
+                bad.push(format!("{from} -> {to}: not down the layers"));
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn folders_import_only_down_the_layers() {
+    let edges = crate_edges();
+    let mut known = BTreeMap::new();
+    modules(&src(), &[], &mut known);
+    let all: BTreeSet<String> = known
+        .keys()
+        .filter_map(|m| m.split("::").next())
+        .filter(|m| !m.is_empty())
+        .map(str::to_owned)
+        .collect();
+    let bad = against_layers(&top_level(&edges), &all);
+    assert!(bad.is_empty(), "{bad:#?}");
+    // A planted arrow up, and a folder nobody placed, are seen.
+    let top = BTreeMap::from([("job".to_owned(), BTreeSet::from(["api".to_owned()]))]);
+    let all = BTreeSet::from(["job".to_owned(), "api".to_owned(), "newfolder".to_owned()]);
+    assert_eq!(
+        against_layers(&top, &all),
+        vec![
+            "newfolder: in no layer of LAYERS",
+            "job -> api: not down the layers"
+        ]
+    );
+}
