@@ -9,17 +9,15 @@ use crds::{Phase, Task};
 /// "Suspended", or the reason its pod cannot start (Unschedulable…);
 /// empty when it waits for nothing.
 pub fn waiting(t: &Task) -> String {
-    let Some(s) = t.status.as_ref() else {
-        return String::new();
-    };
-    let cond = s
-        .conditions
-        .iter()
-        .find(|c| c.type_ == types::WAITING && c.status == "True");
     if let Some(n) = queue_position(t) {
         return format!("position {n}");
     }
-    cond.map(|c| c.reason.clone()).unwrap_or_default()
+    t.status
+        .iter()
+        .flat_map(|s| &s.conditions)
+        .find(|c| c.type_ == types::WAITING && c.status == "True")
+        .map(|c| c.reason.clone())
+        .unwrap_or_default()
 }
 
 /// A Task's place in the queue while Queued for a slot
