@@ -13,6 +13,7 @@ use strum::{Display, EnumIter, EnumString, IntoStaticStr};
 pub mod phase {
     use crate::Phase;
 
+    pub const PENDING: &str = Phase::Pending.as_str();
     pub const QUEUED: &str = Phase::Queued.as_str();
     pub const RUNNING: &str = Phase::Running.as_str();
     pub const COMPLETED: &str = Phase::Completed.as_str();
@@ -31,8 +32,8 @@ pub enum ConditionType {
     Failed,
     /// True on either outcome: `kubectl wait --for=condition=Finished`.
     Finished,
-    /// True while the Task waits: for a slot, a suspended Job, or a pod that
-    /// cannot start (image, scheduling, config).
+    /// True while the Task waits: for the Tasks of `spec.after`, a slot, a
+    /// suspended Job, or a pod that cannot start (image, scheduling, config).
     Waiting,
 }
 
@@ -144,6 +145,21 @@ pub enum Reason {
     OutputNameInvalid,
     /// Uploading an output failed for another reason (the message says which).
     OutputUploadFailed,
+    /// The Task waits for a Task of `spec.after` to meet its condition
+    /// (the message names it); it has no Job yet.
+    WaitingForUpstream,
+    /// A Task of `spec.after` with condition Succeeded failed (the message
+    /// names it and why): this Task failed without running.
+    UpstreamFailed,
+    /// A Task of `spec.after` that this Task had seen was deleted (or
+    /// deleted and created again) before this Task started.
+    UpstreamDeleted,
+    /// A Task of `spec.after` still did not exist `spec.startTimeoutSeconds`
+    /// after this Task was created.
+    UpstreamMissing,
+    /// This Task waits, through `spec.after`, for itself: every Task of the
+    /// cycle fails (the message names the cycle).
+    DependencyCycle,
 }
 
 impl Reason {
@@ -191,4 +207,9 @@ pub mod reasons {
     pub const OUTPUT_CHANGED: &str = Reason::OutputChanged.as_str();
     pub const OUTPUT_NAME_INVALID: &str = Reason::OutputNameInvalid.as_str();
     pub const OUTPUT_UPLOAD_FAILED: &str = Reason::OutputUploadFailed.as_str();
+    pub const WAITING_FOR_UPSTREAM: &str = Reason::WaitingForUpstream.as_str();
+    pub const UPSTREAM_FAILED: &str = Reason::UpstreamFailed.as_str();
+    pub const UPSTREAM_DELETED: &str = Reason::UpstreamDeleted.as_str();
+    pub const UPSTREAM_MISSING: &str = Reason::UpstreamMissing.as_str();
+    pub const DEPENDENCY_CYCLE: &str = Reason::DependencyCycle.as_str();
 }

@@ -79,6 +79,7 @@ pub struct TaskTemplate {
     derive = "PartialEq",
     doc = "A CronTask runs a Task template on a cron schedule, exactly once per scheduled time.",
     validation = Rule::new("self.metadata.name.size() <= 51").message("metadata.name must be at most 51 characters: runs are named <name>-<unix seconds>, within a Task's 63"),
+    validation = Rule::new("!has(self.spec.taskTemplate.spec.after)").message("spec.taskTemplate.spec.after is not supported: a run's upstreams would be other runs' fixed names; chain the steps inside one Task, or apply the downstream Tasks from the run"),
     printcolumn(name = "Schedule", type_ = "string", json_path = ".spec.schedule", description = "When runs start (cron)"),
     printcolumn(name = "TimeZone", type_ = "string", json_path = ".spec.timeZone", description = "The schedule's time zone"),
     printcolumn(name = "Suspended", type_ = "boolean", json_path = ".spec.suspend"),

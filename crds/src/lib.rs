@@ -2,6 +2,7 @@
 //! environment variable, condition, reason and result key that the operator,
 //! the worker and the manifests share.
 
+pub mod after;
 pub mod bounds;
 pub mod conditions;
 pub mod cron;
@@ -14,6 +15,7 @@ pub mod rules;
 pub mod schedule;
 pub mod task;
 
+pub use after::{Upstream, UpstreamCondition, UpstreamSeen};
 pub use conditions::{ConditionType, Reason};
 pub use cron::{ConcurrencyPolicy, CronTask, CronTaskSpec, CronTaskStatus};
 pub use outputs::{OutputStore, OutputStoreSpec, OutputsSpec, OutputsStatus};

@@ -79,6 +79,14 @@ pub fn shard_names() -> Rule {
     .message("metadata.name of a sharded Task may hold only lowercase letters, digits and '-' (no '.'), and <name>-<shards - 1> must fit in 63 characters (a name of at most 61 characters for up to 10 shards, 60 for 100, 59 for 1000): each shard pod takes the host name <name>-<index>")
 }
 
+/// No `spec.after` entry names the Task itself (it would wait for ever).
+/// At the root: the rule needs `metadata.name`. Each comparison is of two
+/// names of at most 63 characters over at most `MAX_UPSTREAMS` entries.
+pub fn after_not_self() -> Rule {
+    Rule::new("!has(self.spec.after) || self.spec.after.all(u, u.name != self.metadata.name)")
+        .message("spec.after may not name the Task itself: a Task cannot wait for its own end")
+}
+
 /// Every entry of an exit-code list (`spec.failOnExitCodes`) is 0 to 255.
 pub fn exit_codes_in_range() -> Rule {
     Rule::new("self.all(c, c >= 0 && c <= 255)").message(
@@ -114,7 +122,7 @@ pub fn mounts_without_dotdot() -> Rule {
 /// which `MUTABLE_SPEC_FIELDS` lists with why. A field added to `TaskSpec`
 /// must be in one of the two lists: a test in crds/tests/crd_manifest.rs
 /// compares them with the generated schema and names a missing field.
-pub const IMMUTABLE_SPEC_FIELDS: [(&str, bool); 20] = [
+pub const IMMUTABLE_SPEC_FIELDS: [(&str, bool); 21] = [
     ("command", true),
     ("args", false),
     ("env", false),
@@ -135,6 +143,7 @@ pub const IMMUTABLE_SPEC_FIELDS: [(&str, bool); 20] = [
     ("securityContext", false),
     ("podTemplate", false),
     ("outputs", false),
+    ("after", false),
 ];
 
 /// The spec fields that may change, each with its own rule: `cancel` only

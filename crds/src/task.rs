@@ -33,7 +33,8 @@ use crate::pod::{PodTemplate, PullPolicy};
     doc = "A Task runs one program to completion in an owned batch/v1 Job and keeps its result in status.",
     validation = Rule::new("self.metadata.name.size() <= 63").message("metadata.name must be at most 63 characters: the Task's Job takes the Task's name"),
     validation = crate::rules::shard_names(),
-    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Queued, Running, Completed or Failed"),
+    validation = crate::rules::after_not_self(),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase", description = "Pending, Queued, Running, Completed or Failed"),
     printcolumn(name = "Progress", type_ = "string", json_path = ".status.progress.display", description = "Percent done as the program last reported it"),
     printcolumn(name = "Attempts", type_ = "integer", json_path = ".status.attempts", description = "Pods started for this Task"),
     printcolumn(name = "Reason", type_ = "string", json_path = ".status.reason", description = "Why the Task is in its phase"),
@@ -167,8 +168,11 @@ pub struct TaskSpec {
     /// creation: when the pod still cannot start by then (image cannot be
     /// pulled, no node fits its requests, a ConfigMap or Secret for env is
     /// missing) the Task fails with the Waiting reason (ImagePullFailed,
-    /// Unschedulable, CreateContainerConfigError). At least 1. Default: wait
-    /// for ever (the Waiting condition shows why).
+    /// Unschedulable, CreateContainerConfigError). With `after`, it also
+    /// bounds the wait for an upstream that does not exist yet, counted
+    /// from the Task's creation (then reason UpstreamMissing); it does not
+    /// bound the wait for upstreams that exist and run. At least 1.
+    /// Default: wait for ever (the Waiting condition shows why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub start_timeout_seconds: Option<i64>,
@@ -254,6 +258,26 @@ pub struct TaskSpec {
     /// namespace's store, if an `OutputStore` applies.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<crate::outputs::OutputsSpec>,
+
+    /// Tasks (in this namespace) this Task waits for: it starts only once
+    /// each has met its condition, and until then is Pending (condition
+    /// Waiting, reason WaitingForUpstream, naming the upstream) with no
+    /// Job, no pod and no Kueue Workload, so it holds no quota. An upstream
+    /// that fails under condition Succeeded fails this Task at once
+    /// (UpstreamFailed); one deleted while waited for fails it
+    /// (UpstreamDeleted); Tasks that wait for each other in a cycle all
+    /// fail (DependencyCycle). Once the Task has started, its upstreams are
+    /// not looked at again. The program finds each upstream's result and
+    /// exit code in the files `$LONGTASK_INPUTS/<name>/result` and
+    /// `$LONGTASK_INPUTS/<name>/exit-code`. Each name at most once, at most
+    /// 1000 entries. A sharded upstream is not supported yet (the Task
+    /// fails with InvalidSpec). Default: none (start at once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(
+        length(max = crate::after::MAX_UPSTREAMS),
+        extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["name"])
+    )]
+    pub after: Vec<crate::after::Upstream>,
 }
 
 fn one() -> i32 {
@@ -293,6 +317,7 @@ impl Default for TaskSpec {
             shards: 1,
             parallelism: None,
             outputs: None,
+            after: Vec::new(),
         }
     }
 }
@@ -418,6 +443,13 @@ pub struct TaskStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard_results_truncated: Option<bool>,
 
+    /// The upstreams (`spec.after`) this Task saw while it waited, with
+    /// their UIDs: one gone or replaced later fails it (UpstreamDeleted),
+    /// also across an operator restart.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = crate::after::MAX_UPSTREAMS))]
+    pub upstreams: Vec<crate::after::UpstreamSeen>,
+
     /// The metadata.generation this status was computed from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
@@ -510,9 +542,10 @@ pub struct ShardResult {
     pub result_digest: Option<String>,
 }
 
-/// Lifecycle phase: absent until the Task is looked at, Queued while it
-/// waits for a slot or its Job is suspended, Running while its Job runs,
-/// and finally Completed or Failed (see reason and message).
+/// Lifecycle phase: absent until the Task is looked at, Pending while it
+/// waits for the Tasks of `spec.after`, Queued while it waits for a slot or
+/// its Job is suspended, Running while its Job runs, and finally Completed
+/// or Failed (see reason and message).
 // The strings are the variant names, as serde writes them (a test checks
 // that `as_str` agrees).
 #[derive(
@@ -529,6 +562,9 @@ pub struct ShardResult {
 )]
 #[strum(const_into_str)]
 pub enum Phase {
+    /// Waiting for the Tasks of `spec.after` (reason WaitingForUpstream,
+    /// the message naming one it waits for): no Job, no pod, no quota.
+    Pending,
     /// Waiting: for a slot (reason QueueFull, with its position), for
     /// Kueue's quota (reason QuotaPending, Admitted, Preempted or Evicted,
     /// with Kueue's message), or because someone else suspended its Job

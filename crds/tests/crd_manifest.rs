@@ -33,6 +33,8 @@ fn crd_carries_the_contract() {
         r#"isQuantity(string(self.limits[k]))"#,
         r#".compareTo(quantity(string(self.limits[k])))"#,
         r#"self.metadata.name.size() + string(self.spec.shards - 1).size() <= 62"#,
+        r#"self.spec.after.all(u, u.name != self.metadata.name)"#,
+        r#""x-kubernetes-list-map-keys":["name"]"#,
         r#""minItems":1"#,
         r#""status":{}"#,
     ] {
@@ -150,4 +152,27 @@ fn immutability_rule_covers_every_spec_field() {
     let clauses: Vec<&str> = rule.split(" && (").collect();
     assert_eq!(clauses.len(), crds::rules::IMMUTABLE_SPEC_FIELDS.len());
     assert!(!rule.contains("cancel"), "cancel may change (its own rule)");
+}
+
+/// `spec.after` is a list-map keyed by name (the API server refuses a name
+/// listed twice), bounded so the root rule that compares each name with
+/// the Task's own stays within the CEL cost budget, and each name is one a
+/// Task may have.
+#[test]
+fn after_is_a_bounded_map_of_task_names() {
+    let crd = serde_json::to_value(crds::Task::crd()).expect("CRD as JSON");
+    let after = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["after"];
+    assert_eq!(after["x-kubernetes-list-type"], "map");
+    assert_eq!(after["x-kubernetes-list-map-keys"][0], "name");
+    assert_eq!(after["maxItems"], crds::after::MAX_UPSTREAMS);
+    // At least the issue's fan-in of 500.
+    assert!(after["maxItems"].as_u64() >= Some(500));
+    let name = &after["items"]["properties"]["name"];
+    assert_eq!(name["maxLength"], crds::names::MAX_NAME_LEN);
+    assert!(name["pattern"].is_string());
+    assert_eq!(after["items"]["required"][0], "name");
+    let cond = &after["items"]["properties"]["condition"];
+    assert_eq!(cond["default"], "Succeeded");
+    assert_eq!(cond["enum"], serde_json::json!(["Succeeded", "Finished"]));
 }

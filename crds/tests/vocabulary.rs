@@ -47,6 +47,11 @@ fn reasons_keep_their_strings() {
             "OutputChanged",
             "OutputNameInvalid",
             "OutputUploadFailed",
+            "WaitingForUpstream",
+            "UpstreamFailed",
+            "UpstreamDeleted",
+            "UpstreamMissing",
+            "DependencyCycle",
         ]
     );
     for r in Reason::iter() {
@@ -74,7 +79,7 @@ fn condition_types_keep_their_strings() {
 #[test]
 fn phases_are_written_as_serde_writes_them() {
     let all: Vec<&str> = Phase::iter().map(Phase::as_str).collect();
-    assert_eq!(all, ["Queued", "Running", "Completed", "Failed"]);
+    assert_eq!(all, ["Pending", "Queued", "Running", "Completed", "Failed"]);
     for p in Phase::iter() {
         assert_eq!(serde_json::to_value(p).ok(), Some(p.as_str().into()));
     }
@@ -118,6 +123,11 @@ fn the_constants_are_the_variants() {
             reasons::OUTPUT_CHANGED,
             reasons::OUTPUT_NAME_INVALID,
             reasons::OUTPUT_UPLOAD_FAILED,
+            reasons::WAITING_FOR_UPSTREAM,
+            reasons::UPSTREAM_FAILED,
+            reasons::UPSTREAM_DELETED,
+            reasons::UPSTREAM_MISSING,
+            reasons::DEPENDENCY_CYCLE,
         ]
         .to_vec(),
         Reason::iter().map(Reason::as_str).collect::<Vec<_>>()
@@ -137,6 +147,7 @@ fn the_constants_are_the_variants() {
     );
     assert_eq!(
         [
+            phase::PENDING,
             phase::QUEUED,
             phase::RUNNING,
             phase::COMPLETED,

@@ -30,8 +30,10 @@
 //!   a transition measures, the HTTP server), [`store`] (when a watch's
 //!   store has synced) and [`job`] (pure; the Job that runs a Task, its
 //!   pod, and the objects it needs; `module_graph.rs` checks it stays
-//!   there).
+//!   there), [`after`] (pure; whether a Task with `spec.after` may start,
+//!   from the upstream Tasks the cache shows).
 
+pub mod after;
 pub mod api;
 pub mod cache;
 pub mod collector;

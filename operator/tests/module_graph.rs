@@ -357,7 +357,7 @@ const LAYERS: [&[&str]; 10] = [
     &["cache"],
     &["status"],
     &["queue"],
-    &["retention", "outputs", "telemetry", "store", "job"],
+    &["retention", "outputs", "telemetry", "store", "job", "after"],
 ];
 
 /// Top-level edges that do not point down the layers, and folders that

@@ -12,6 +12,7 @@
 //! state: a restart lists them again (and reads each result once more).
 
 mod refusals;
+pub mod upstreams;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
@@ -56,6 +57,8 @@ pub struct Caches {
     /// The Task cache's keys of CronTasks' runs, by CronTask, so a
     /// CronTask finds its runs without walking every Task.
     runs: Mutex<RunIndex>,
+    /// The Tasks that wait for upstreams (`spec.after`), by upstream.
+    upstreams: Mutex<upstreams::UpstreamIndex>,
     /// The `OutputStore`s (cluster-scoped: only when the operator watches
     /// every namespace).
     output_stores: OnceLock<Store<OutputStore>>,
@@ -132,12 +135,24 @@ impl Caches {
         )
     }
 
-    /// Keeps the run index in step with the Task watch; called with each
+    /// Keeps the run and upstream indexes in step with the Task watch; called with each
     /// event right after the Task store took it.
     pub fn index_task(&self, ev: &Event<Task>) {
         if let Ok(mut index) = self.runs.lock() {
             index.apply(ev);
         }
+        if let Ok(mut index) = self.upstreams.lock() {
+            index.apply(ev);
+        }
+    }
+
+    /// The Tasks that wait for the Task `name` of `namespace` (through
+    /// `spec.after`) and have not started.
+    pub fn waiters_of(&self, namespace: &str, name: &str) -> Vec<ObjectRef<Task>> {
+        self.upstreams
+            .lock()
+            .map(|index| index.waiters_of(namespace, name))
+            .unwrap_or_default()
     }
 
     /// The keys of the Tasks whose controller is the CronTask with UID

@@ -162,7 +162,10 @@ fn controller(
     ctx: &Arc<Context>,
     wires: Wires,
 ) -> (Controller<Task>, reflector::Store<Job>) {
-    let (task_stream, store) = task_watch(api(client, ns), ctx, wires);
+    // The Tasks that wait for a Task that changed (`spec.after`): sent by
+    // the Task watch, woken by the controller.
+    let (upstream_wakes, woken) = futures::channel::mpsc::unbounded();
+    let (task_stream, store) = task_watch(api(client, ns), ctx, wires, upstream_wakes);
     let (job_stream, job_store) = job_watch(api(client, ns), ctx.clone());
     let pod_stream = pod_watch(api(client, ns), ctx);
     let cms: Api<PartialObjectMeta<ConfigMap>> = api(client, ns);
@@ -179,6 +182,7 @@ fn controller(
     let moves = queue_moves(ctx, store.clone());
     let controller = Controller::for_stream(task_stream, store)
         .reconcile_on(moves)
+        .reconcile_on(woken)
         .owns_stream(job_stream)
         .watches_stream(pod_stream, task_of_pod)
         .watches_stream(cm_stream, task_of_result)
@@ -193,7 +197,8 @@ fn controller(
 fn task_watch(
     tasks: Api<Task>,
     ctx: &Arc<Context>,
-    mut wires: Wires,
+    wires: Wires,
+    upstream_wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<Task>>,
 ) -> (
     impl futures::Stream<Item = Result<Task, watcher::Error>> + Send + 'static,
     reflector::Store<Task>,
@@ -203,20 +208,16 @@ fn task_watch(
     let on_end = ctx.clone();
     let on_delete = ctx.clone();
     let runs = ctx.clone();
+    let Wires {
+        cron_wakes,
+        mut gone,
+    } = wires;
     let stream = reflector(
         writer,
         watcher(tasks, watcher::Config::default().page_size(LIST_PAGE))
             .default_backoff()
             .modify(slim_task)
-            // Seen before the cache takes the event, moved after: the
-            // queue's walk runs once this poll is over.
-            .inspect(move |ev| {
-                if let Ok(ev) = ev
-                    && let Some(ns) = ended_in(&before, ev)
-                {
-                    on_end.queue.moved(&ns);
-                }
-            }),
+            .inspect(before_cache(before, on_end, upstream_wakes)),
     )
     // A Task deleted before it ended leaves its queue (or its slot). A
     // CronTask's run wakes its CronTask.
@@ -230,7 +231,7 @@ fn task_watch(
             }
             // Its objects go in the background; if too many wait, the sweep.
             if let Some(g) = collector::gone(&on_delete, t)
-                && wires.gone.try_send(g).is_err()
+                && gone.try_send(g).is_err()
             {
                 debug!("too many deleted Tasks' outputs to delete; the sweep collects them");
             }
@@ -238,11 +239,34 @@ fn task_watch(
         if let Ok(watcher::Event::Apply(t) | watcher::Event::Delete(t)) = ev
             && let Some(cron) = crate::cron::owner_of(t)
         {
-            let _ = wires.cron_wakes.unbounded_send(cron);
+            let _ = cron_wakes.unbounded_send(cron);
         }
     })
     .applied_objects();
     (stream, store)
+}
+
+/// What the Task watch does with an event before the cache takes it,
+/// compared with what the cache held: a Task's end moves its queue, and a
+/// Task changed as the Tasks waiting for it (`spec.after`) see it wakes
+/// them. Seen before, acted on after: the queue's walk and the waiters'
+/// reconciles run once this poll is over, when the cache has the event.
+fn before_cache(
+    before: reflector::Store<Task>,
+    ctx: Arc<Context>,
+    wakes: futures::channel::mpsc::UnboundedSender<ObjectRef<Task>>,
+) -> impl FnMut(&Result<watcher::Event<Task>, watcher::Error>) {
+    move |ev| {
+        let Ok(ev) = ev else { return };
+        if let Some(ns) = ended_in(&before, ev) {
+            ctx.queue.moved(&ns);
+        }
+        if let Some((ns, name)) = triggers::upstream_change(&before, ev) {
+            for waiter in ctx.caches.waiters_of(&ns, &name) {
+                let _ = wakes.unbounded_send(waiter);
+            }
+        }
+    }
 }
 
 /// The namespace of a Task that `ev` shows terminal and the cache still
@@ -572,7 +596,16 @@ fn slim_task(t: &mut Task) {
 fn slim_finished_spec(t: &mut Task) {
     t.metadata.labels = None;
     t.metadata.annotations = None;
+    // `after` is read of a finished Task only by a cycle search, through
+    // a Task failed for the cycle (`after::cycle`).
+    let for_cycle = t
+        .status
+        .as_ref()
+        .is_some_and(|s| s.known_reason() == Some(crds::Reason::DependencyCycle));
     let s = &mut t.spec;
+    if !for_cycle {
+        s.after = Vec::new();
+    }
     s.command = Vec::new();
     s.args = Vec::new();
     s.env = Vec::new();

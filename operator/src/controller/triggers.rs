@@ -7,10 +7,12 @@ use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
+use crds::Task;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::{self, Event};
 
 use crate::status::observe;
@@ -45,6 +47,25 @@ pub fn pod_key(pod: &Pod) -> Option<u64> {
     let lost = observe::node_unreachable(pod).is_some();
     let quiet = waiting.is_none() && !done && exit.is_none() && !disrupted && !lost;
     (!quiet).then(|| hash(&(waiting, done, exit, disrupted, lost)))
+}
+
+/// The Task (namespace, name) whose change `ev` shows as the Tasks that
+/// wait for it (`spec.after`) see it: created, deleted, or with another
+/// phase or UID than `cache` (the Task cache before it takes `ev`) holds.
+/// A relist's events wake nothing here: the controller reconciles every
+/// Task a relist shows.
+pub fn upstream_change(cache: &Store<Task>, ev: &Event<Task>) -> Option<(String, String)> {
+    let t = match ev {
+        Event::Apply(t) => {
+            let before = cache.get(&ObjectRef::from_obj(t));
+            let phase = |t: &Task| t.status.as_ref().and_then(|s| s.phase);
+            let same = before.is_some_and(|b| b.uid() == t.uid() && phase(b.as_ref()) == phase(t));
+            (!same).then_some(t)?
+        }
+        Event::Delete(t) => t,
+        Event::Init | Event::InitApply(_) | Event::InitDone => return None,
+    };
+    Some((t.namespace()?, t.name_any()))
 }
 
 fn hash<T: Hash>(t: &T) -> u64 {
@@ -130,6 +151,36 @@ fn id<K: kube::Resource>(o: &K) -> String {
 mod tests {
     use super::*;
     use k8s_openapi::api::batch::v1::JobStatus;
+
+    /// An upstream wakes its waiters when it appears, changes phase or
+    /// UID, or goes; not on a status write that keeps its phase.
+    #[test]
+    fn an_upstream_wakes_on_what_its_waiters_read() {
+        use crate::fixtures::TaskFixture;
+        use crds::Phase;
+        let (store, mut writer) = kube::runtime::reflector::store();
+        let a = Task::test().named("a");
+        let key = Some(("ns".to_owned(), "a".to_owned()));
+        assert_eq!(upstream_change(&store, &Event::Apply(a.clone())), key);
+        writer.apply_watcher_event(&Event::Apply(a.clone()));
+        assert_eq!(upstream_change(&store, &Event::Apply(a.clone())), None);
+        let running = a.clone().phase(Phase::Running, None);
+        assert_eq!(upstream_change(&store, &Event::Apply(running.clone())), key);
+        writer.apply_watcher_event(&Event::Apply(running.clone()));
+        let progress = running.clone().with(|t| {
+            if let Some(s) = t.status.as_mut() {
+                s.attempts = Some(2);
+            }
+        });
+        assert_eq!(upstream_change(&store, &Event::Apply(progress)), None);
+        let again = running.clone().uid("other");
+        assert_eq!(upstream_change(&store, &Event::Apply(again)), key);
+        assert_eq!(
+            upstream_change(&store, &Event::Delete(running.clone())),
+            key
+        );
+        assert_eq!(upstream_change(&store, &Event::InitApply(running)), None);
+    }
 
     #[test]
     fn new_jobs_and_quiet_pods_wake_nothing() {

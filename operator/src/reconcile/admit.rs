@@ -265,16 +265,27 @@ fn overtakes(plan: &Plan, tasks: &[Arc<Task>], me: &str, mine: &Wait) -> bool {
     })
 }
 
-/// Tasks the queue leaves out: invalid ones (they fail), and ones whose
-/// Job name is taken by another Task's Job (they cannot start). A Task
+/// Tasks the queue leaves out: invalid ones (they fail), ones whose Job
+/// name is taken by another Task's Job (they cannot start), and ones that
+/// wait for their upstreams. A Task
 /// that has a phase passed validation when it got it, and its spec cannot
 /// change since (the CRD's immutability rule), so only a Task without one
 /// is validated here: every look at a queued Task plans over all the
 /// waiting ones, and validating each of them each time was most of the
 /// operator's CPU with a thousand queued.
 fn wants_slot(t: &Task) -> bool {
-    let seen = t.status.as_ref().is_some_and(|s| s.phase.is_some());
-    !crate::status::is_blocked(t) && (seen || validate::validate(t).is_ok())
+    let phase = t.status.as_ref().and_then(|s| s.phase);
+    !crate::status::is_blocked(t)
+        && !before_gate(t, phase)
+        && (phase.is_some() || validate::validate(t).is_ok())
+}
+
+/// True when `t` has upstreams (`spec.after`) and has not passed their
+/// gate: Pending, or not looked at yet. It takes no place in the queue
+/// (and no other Task's admission starts it) until its own reconcile
+/// finds its upstreams met.
+fn before_gate(t: &Task, phase: Option<crds::Phase>) -> bool {
+    !t.spec.after.is_empty() && matches!(phase, None | Some(crds::Phase::Pending))
 }
 
 fn verdict(plan: &Plan, uid: &str) -> Verdict {

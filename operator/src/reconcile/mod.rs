@@ -1,4 +1,5 @@
-//! The reconcile pipeline for one Task: validate → find or start its Job
+//! The reconcile pipeline for one Task: validate → wait for its upstreams
+//! (`upstreams`, deciding by the pure `after`) → find or start its Job
 //! (`read`, deciding by the pure `read_plan`; the Job built by the pure `job`)
 //! → read what the status needs → the pure `status::desired` → side
 //! effects (`effects`) → the status write (`status_write`) → start queued
@@ -30,6 +31,7 @@ pub mod shard_reads;
 mod status_write;
 #[cfg(test)]
 mod tests;
+pub mod upstreams;
 pub mod validate;
 
 pub use error::Error;
@@ -89,6 +91,8 @@ async fn run(task: &Task, ctx: &Arc<Context>) -> Result<Action, Error> {
     let mut result_read = None;
     let desired = match validate::validate(task) {
         Err(message) => status::invalid(task, message, now),
+        // Waiting for its upstreams, or failed by them: no Job.
+        Ok(()) if let Some(gated) = upstreams::gate(ctx, task, &id, &now)? => gated,
         Ok(()) => match read::job(ctx, task, &id).await? {
             Found::Wait(wait) => {
                 overtook = wait.overtakes;

@@ -27,8 +27,11 @@ pub fn compute(
     let not_finished = Reason::NotFinished.as_str();
     match phase {
         Some(Phase::Running) => b.running(waiting),
-        Some(Phase::Queued) => {
-            let r = reason.unwrap_or(Reason::QueueFull.as_str());
+        Some(p @ (Phase::Queued | Phase::Pending)) => {
+            let r = reason.unwrap_or(match p {
+                Phase::Pending => Reason::WaitingForUpstream.as_str(),
+                _ => Reason::QueueFull.as_str(),
+            });
             vec![
                 b.set(ConditionType::Running, false, r, msg),
                 b.set(ConditionType::Waiting, true, r, msg),

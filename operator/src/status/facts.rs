@@ -43,6 +43,9 @@ pub struct Facts {
     pub progress: Option<TaskProgress>,
     /// The files the Task uploaded (`status.outputs`).
     pub outputs: Option<crds::OutputsStatus>,
+    /// The upstreams seen while the Task waited (`status.upstreams`); not
+    /// kept once it has a Job, which ends its wait for good.
+    pub upstreams: Vec<crds::UpstreamSeen>,
 }
 
 /// Keeps what is recorded (used before a Job exists); a reason outside the
@@ -70,6 +73,7 @@ pub fn carry(prev: &TaskStatus) -> Facts {
         shard_results_truncated: prev.shard_results_truncated == Some(true),
         progress: prev.progress.clone(),
         outputs: prev.outputs.clone(),
+        upstreams: prev.upstreams.clone(),
     }
 }
 

@@ -24,7 +24,7 @@ mod tests;
 
 pub use observe::Observed;
 
-use crate::queue;
+use crate::{after, queue};
 use facts::{Facts, blocked, cancelled_unstarted, carry, from_job};
 use observe::Ownership;
 
@@ -304,6 +304,36 @@ pub fn queued(task: &Task, wait: &queue::Wait, now: Time) -> Desired {
     assemble(task, &prev, facts, now)
 }
 
+/// The status of a Task that waits for the Tasks of `spec.after`: Pending,
+/// Waiting, no Job; looked at again when an upstream changes (the
+/// controller's index wakes it), or when the wait for a missing one runs
+/// out.
+pub fn pending(task: &Task, wait: &after::Wait, now: Time) -> Desired {
+    let prev = task.status.clone().unwrap_or_default();
+    let facts = Facts {
+        phase: Some(Phase::Pending),
+        reason: Some(Reason::WaitingForUpstream),
+        waiting: Some((Reason::WaitingForUpstream, wait.message.clone())),
+        message: Some(wait.message.clone()),
+        upstreams: wait.seen.clone(),
+        wake_in: wait.wake_in,
+        ..carry(&prev)
+    };
+    assemble(task, &prev, facts, now)
+}
+
+/// The status of a Task its upstreams keep from ever starting: Failed,
+/// without a Job, for `fail`'s reason.
+pub fn upstream_failed(task: &Task, fail: &after::Fail, now: Time) -> Desired {
+    let why = Refusal {
+        reason: fail.reason,
+        message: fail.message.clone(),
+    };
+    let mut desired = refused(task, &why, now);
+    desired.status.upstreams = fail.seen.clone();
+    desired
+}
+
 /// What the reconciler does next with a Task in the state `f` describes.
 fn next_step(task: &Task, f: &Facts) -> Next {
     match (f.phase, f.reason) {
@@ -359,6 +389,7 @@ fn assemble(task: &Task, prev: &TaskStatus, f: Facts, now: Time) -> Desired {
         observed_generation: generation,
         conditions,
         outputs: f.outputs,
+        upstreams: f.upstreams,
         progress: match f.phase {
             Some(Phase::Completed) => f.progress.map(progress::done),
             _ => f.progress,

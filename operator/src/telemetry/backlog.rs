@@ -71,7 +71,9 @@ pub fn backlog<'a>(tasks: impl Iterator<Item = &'a Task>, now: Timestamp) -> Bac
                     keep(&mut stalled, ns, t.name_any(), since(at, now));
                 }
             }
-            Some(Phase::Completed | Phase::Failed) => {}
+            // Waiting for upstreams (`spec.after`) is waiting for work,
+            // not for capacity: no backlog.
+            Some(Phase::Pending | Phase::Completed | Phase::Failed) => {}
         }
     }
     Backlog {

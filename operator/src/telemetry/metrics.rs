@@ -254,7 +254,7 @@ impl Metrics {
             r,
             &mut docs,
             "tasks",
-            "Tasks in the operator's cache by phase (Pending: not looked at yet)",
+            "Tasks in the operator's cache by phase (Pending: not looked at yet, or waiting for its upstreams)",
             &["phase"],
             &m.tasks,
         );

@@ -4,8 +4,8 @@
 use crds::{Phase, Reason, Task, TaskStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-/// `phase` label values of `longtask_tasks`: Pending (no phase yet), then
-/// the phases.
+/// `phase` label values of `longtask_tasks`: Pending (no phase yet, or
+/// the phase Pending: waiting for upstreams), then the phases.
 pub const PHASES: [&str; 5] = [
     "Pending",
     Phase::Queued.as_str(),
@@ -114,7 +114,8 @@ pub fn count_phases<'a>(tasks: impl Iterator<Item = &'a Task>) -> [(&'static str
     let mut n = [0usize; 5];
     for t in tasks {
         let i = match t.status.as_ref().and_then(|s| s.phase) {
-            None => 0,
+            // Not started: no phase yet, or waiting for its upstreams.
+            None | Some(Phase::Pending) => 0,
             Some(Phase::Queued) => 1,
             Some(Phase::Running) => 2,
             Some(Phase::Completed) => 3,

@@ -1,6 +1,7 @@
 mod desired;
 mod kueue;
 mod outputs;
+mod pending;
 mod progress;
 mod properties;
 mod retry;
