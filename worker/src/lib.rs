@@ -5,6 +5,7 @@
 //! the tests in `tests/` can call the modules.
 
 pub mod identity;
+pub mod inputs;
 pub mod install;
 pub mod outputs;
 pub mod paths;

@@ -211,9 +211,16 @@ pub async fn run(
 
 /// Starts `name` with `args` and the extra environment `env`, its stdout
 /// and stderr piped. The upload grant is the worker's, never the
-/// program's: it is removed from the program's environment.
+/// program's: it is removed from the program's environment; and so are
+/// the variables carrying the upstreams' results, which the program gets
+/// as files (`inputs`).
 fn spawn(name: &str, args: &[String], env: &[(String, String)]) -> Result<Child, RunError> {
     let mut cmd = Command::new(name);
+    for (var, _) in std::env::vars_os() {
+        if var.to_str().is_some_and(crate::inputs::is_carrier) {
+            cmd.env_remove(var);
+        }
+    }
     cmd.args(args)
         .env_remove(crds::names::env::UPLOAD_GRANT)
         .envs(env.iter().map(|(k, v)| (k, v)))

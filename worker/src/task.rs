@@ -40,7 +40,8 @@ pub async fn run_task(program: &[String]) -> ExitCode {
     let plan = outputs::plan(&vars, run_dir, id.as_ref().and_then(|i| i.shard));
     let api = connect(id.as_ref()).await;
     let progress = start_progress(id.as_ref(), files.as_ref(), api.clone());
-    let outcome = run_program(program, files.as_ref(), plan.as_ref()).await;
+    let inputs = crate::inputs::prepare(&vars, run_dir);
+    let outcome = run_program(program, files.as_ref(), plan.as_ref(), inputs).await;
     let latest = stop_progress(progress).await;
     let (result, report) = finish(files.as_ref(), &outcome, plan.as_ref()).await;
     if let Some(id) = &id {
@@ -117,8 +118,14 @@ fn start_progress(
 }
 
 /// Runs the program with `$LONGTASK_RESULT` and `$LONGTASK_PROGRESS` set
-/// when there are files for them, and `$LONGTASK_OUTPUTS` with a grant.
-async fn run_program(program: &[String], files: Option<&Files>, plan: Option<&Plan>) -> Outcome {
+/// when there are files for them, `$LONGTASK_OUTPUTS` with a grant, and
+/// `$LONGTASK_INPUTS` with upstreams.
+async fn run_program(
+    program: &[String],
+    files: Option<&Files>,
+    plan: Option<&Plan>,
+    inputs: Option<PathBuf>,
+) -> Outcome {
     let mut child_env: Vec<(String, String)> = files
         .map(|f| {
             vec![
@@ -134,6 +141,10 @@ async fn run_program(program: &[String], files: Option<&Files>, plan: Option<&Pl
         })
         .unwrap_or_default();
     child_env.extend(plan.and_then(Plan::env));
+    child_env.extend(inputs.map(|d| {
+        let dir = d.to_string_lossy().into_owned();
+        (crds::after::inputs::DIR.to_owned(), dir)
+    }));
     let (tail_bytes, log_lines, log_bytes) =
         (STDOUT_TAIL_BYTES, LOG_TAIL_LINES, MAX_LOG_TAIL_BYTES);
     run::run(program, &child_env, tail_bytes, log_lines, log_bytes).await

@@ -7,12 +7,14 @@
 
 use std::collections::BTreeMap;
 
+use crds::after::inputs;
 use crds::names::{self, env, labels};
+use crds::result::{config_map_name, keys};
 use crds::{PodTemplate, Task};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, ObjectFieldSelector,
-    PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile, SecurityContext, Volume,
-    VolumeMount,
+    Capabilities, ConfigMapKeySelector, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    ObjectFieldSelector, PodSecurityContext, PodSpec, PodTemplateSpec, SeccompProfile,
+    SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Serialize;
@@ -134,6 +136,7 @@ fn program(task: &Task, id: &Identity<'_>, worker_image: &str) -> Container {
     args.extend(spec.args.iter().cloned());
     let mut env_vars = identity_env(id);
     env_vars.extend(shape::shard_env(spec.shards));
+    env_vars.extend(inputs_env(task));
     let mut mounts = vec![mount(names::WORK_VOLUME, names::WORK_DIR, false)];
     let (image, command) = match &spec.image {
         Some(image) => {
@@ -173,6 +176,47 @@ fn plain(name: &str, value: &str) -> EnvVar {
     EnvVar {
         name: name.to_owned(),
         value: Some(value.to_owned()),
+        ..EnvVar::default()
+    }
+}
+
+/// The upstreams' results and exit codes (`spec.after`), read by the
+/// kubelet from their result ConfigMaps (`<upstream>-result`) as the pod
+/// starts, for the worker to hand to the program as files under
+/// `$LONGTASK_INPUTS`. Each is optional: an upstream that left no result,
+/// or whose result is stored compressed (over 900 KiB, or not UTF-8),
+/// gives no file rather than a pod that cannot start.
+fn inputs_env(task: &Task) -> Vec<EnvVar> {
+    let after = &task.spec.after;
+    if after.is_empty() {
+        return Vec::new();
+    }
+    let names: Vec<&str> = after.iter().map(|u| u.name.as_str()).collect();
+    let mut out = vec![plain(inputs::NAMES, &names.join(","))];
+    for (i, up) in after.iter().enumerate() {
+        let cm = config_map_name(&up.name);
+        out.push(from_config_map(&inputs::result_var(i), &cm, keys::RESULT));
+        out.push(from_config_map(
+            &inputs::exit_code_var(i),
+            &cm,
+            keys::EXIT_CODE,
+        ));
+    }
+    out
+}
+
+/// `name` from key `key` of ConfigMap `cm`, unset when either is missing.
+fn from_config_map(name: &str, cm: &str, key: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value_from: Some(EnvVarSource {
+            config_map_key_ref: Some(ConfigMapKeySelector {
+                name: cm.to_owned(),
+                key: key.to_owned(),
+                optional: Some(true),
+            }),
+            ..EnvVarSource::default()
+        }),
         ..EnvVar::default()
     }
 }

@@ -269,3 +269,33 @@ fn the_outputs_secret_is_the_tasks() {
     assert_eq!(data["upload.json"].0, b"{}");
     assert_eq!(s.type_.as_deref(), Some("Opaque"));
 }
+
+/// A Task with upstreams gets each one's result and exit code from its
+/// result ConfigMap (optional: none left gives no file, not a pod that
+/// cannot start), and their names in order; one without gets nothing.
+#[test]
+fn upstream_results_come_from_their_config_maps() {
+    use crds::after::inputs;
+    let j = job(&hello().after(&["prep", "fetch.b"]), "w").unwrap();
+    let c = container(&j);
+    let names = env_value(c, inputs::NAMES).and_then(|e| e.value.as_deref());
+    assert_eq!(names, Some("prep,fetch.b"));
+    for (i, up) in ["prep", "fetch.b"].iter().enumerate() {
+        for (var, key) in [
+            (inputs::result_var(i), "result"),
+            (inputs::exit_code_var(i), "exitCode"),
+        ] {
+            let r = env_value(c, &var)
+                .and_then(|e| e.value_from.as_ref())
+                .and_then(|v| v.config_map_key_ref.as_ref())
+                .unwrap_or_else(|| panic!("{var}"));
+            assert_eq!(r.name, format!("{up}-result"));
+            assert_eq!(r.key, key);
+            assert_eq!(r.optional, Some(true));
+        }
+    }
+    let plain = job(&hello(), "w").unwrap();
+    let c = container(&plain);
+    assert!(env_value(c, inputs::NAMES).is_none());
+    assert!(env_value(c, &inputs::result_var(0)).is_none());
+}
