@@ -154,6 +154,10 @@ pub struct RunArgs {
     /// Run the pod as this ServiceAccount of the namespace (it must exist).
     #[arg(long, value_name = "NAME")]
     pub service_account: Option<String>,
+    /// Start only once Task NAME succeeded (NAME:Finished: once it ended
+    /// either way); repeatable. Its result is in $LONGTASK_INPUTS/NAME/.
+    #[arg(long, value_name = "NAME")]
+    pub after: Vec<String>,
     /// Wait until the Task finishes; exit code follows the outcome.
     #[arg(long, conflicts_with = "follow")]
     pub wait: bool,

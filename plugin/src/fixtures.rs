@@ -79,6 +79,12 @@ impl TaskBuilder {
         self
     }
 
+    /// `spec.after`: each of `names` must succeed.
+    pub fn after(mut self, names: &[&str]) -> Self {
+        self.0.spec.after = names.iter().map(|n| crds::Upstream::succeeded(n)).collect();
+        self
+    }
+
     pub fn shards(mut self, n: i32) -> Self {
         self.0.spec.shards = n;
         self

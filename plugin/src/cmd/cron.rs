@@ -65,6 +65,12 @@ pub fn build(a: &CronArgs) -> Result<CronTask, Error> {
             )));
         }
     };
+    if !a.run.after.is_empty() {
+        return Err(Error::Usage(
+            "--after: a CronTask's runs cannot wait for other Tasks (docs/dependencies.md)"
+                .to_owned(),
+        ));
+    }
     let task = run::build(&a.run)?;
     let (first, more) = a
         .schedule

@@ -92,6 +92,16 @@ fn spec_fields(o: &mut String, t: &Task, name: &str, now: Timestamp) {
             &format!("{} ({} at once)", t.spec.shards, t.spec.shard_parallelism()),
         );
     }
+    let after: Vec<String> = t
+        .spec
+        .after
+        .iter()
+        .map(|u| match u.condition {
+            crds::UpstreamCondition::Succeeded => u.name.clone(),
+            c => format!("{} ({})", u.name, c.as_str()),
+        })
+        .collect();
+    field(o, "After", &after.join(", "));
     if t.spec.cancel {
         field(o, "Cancel", "requested");
     }
@@ -446,5 +456,14 @@ mod tests {
         assert!(out.contains("Conditions:\n  <none>\n"), "{out}");
         assert!(out.contains("<cannot list: forbidden>"), "{out}");
         assert!(out.contains("Log Tail:\n  <none yet"), "{out}");
+        assert!(!out.contains("After:"), "{out}");
+    }
+
+    #[test]
+    fn upstreams_are_listed_with_their_condition() {
+        let mut t = task("c").after(&["a", "b"]).build();
+        t.spec.after[1].condition = crds::UpstreamCondition::Finished;
+        let out = render(&t, Ok(Vec::new()), now());
+        assert!(out.contains("After:       a, b (Finished)\n"), "{out}");
     }
 }

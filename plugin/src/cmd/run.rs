@@ -168,6 +168,36 @@ mod tests {
     }
 
     #[test]
+    fn after_flags_name_the_upstreams() {
+        use crds::UpstreamCondition::{Finished, Succeeded};
+        let t = build(&args(&[
+            "c",
+            "--after",
+            "a",
+            "--after",
+            "b:Finished",
+            "--",
+            "true",
+        ]))
+        .expect("builds");
+        let ups: Vec<_> = t
+            .spec
+            .after
+            .iter()
+            .map(|u| (u.name.as_str(), u.condition))
+            .collect();
+        assert_eq!(ups, [("a", Succeeded), ("b", Finished)]);
+        for flags in [
+            &["c", "--after", "c", "--", "true"][..],
+            &["c", "--after", "a", "--after", "a:Finished", "--", "true"],
+            &["c", "--after", "a:Sometimes", "--", "true"],
+            &["c", "--after", "", "--", "true"],
+        ] {
+            assert!(build(&args(flags)).is_err(), "{flags:?}");
+        }
+    }
+
+    #[test]
     fn defaults_leave_the_spec_minimal() {
         let t = build(&args(&["hello", "--", "echo", "hi"])).expect("builds");
         assert_eq!(t.spec.resources, None);

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use crds::bounds::{MAX_RETRIES, MAX_SHARDS};
-use crds::{PodTemplate, Task, TaskSpec};
+use crds::{PodTemplate, Task, TaskSpec, Upstream, UpstreamCondition};
 use k8s_openapi::api::core::v1::{EnvVar, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::PostParams;
@@ -94,9 +94,38 @@ pub fn build(a: &RunArgs) -> Result<Task, Error> {
         priority: 0,
         shards,
         parallelism: a.parallelism,
+        after: parse_after(&a.name, &a.after)?,
         ..TaskSpec::default()
     };
     Ok(Task::new(&a.name, spec))
+}
+
+/// `--after NAME` (must succeed) and `--after NAME:Finished` (ended either
+/// way), as `spec.after`: each name once, never the Task's own.
+pub fn parse_after(me: &str, flags: &[String]) -> Result<Vec<Upstream>, Error> {
+    let mut out: Vec<Upstream> = Vec::new();
+    for f in flags {
+        let (name, condition) = match f.split_once(':') {
+            None => (f.as_str(), UpstreamCondition::Succeeded),
+            Some((n, "Finished")) => (n, UpstreamCondition::Finished),
+            Some((n, "Succeeded")) => (n, UpstreamCondition::Succeeded),
+            Some((_, c)) => {
+                return Err(Error::Usage(format!(
+                    "--after {f}: the condition {c:?} is neither Succeeded nor Finished"
+                )));
+            }
+        };
+        if name.is_empty() || name == me || out.iter().any(|u| u.name == name) {
+            return Err(Error::Usage(format!(
+                "--after {f}: name another Task, each at most once"
+            )));
+        }
+        out.push(Upstream {
+            name: name.to_owned(),
+            condition,
+        });
+    }
+    Ok(out)
 }
 
 /// `--retries` and `--shards` (and `--parallelism` against the shards),
