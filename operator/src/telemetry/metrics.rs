@@ -310,7 +310,7 @@ impl Metrics {
             r,
             &mut docs,
             "task_queue_seconds",
-            "Time from a Task's creation to its Job's start",
+            "Time from a Task's creation to its Job's start (Tasks without spec.after)",
             &[],
             &m.queue_latency,
         );

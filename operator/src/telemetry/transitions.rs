@@ -67,8 +67,11 @@ pub fn from_transition(
     let empty = TaskStatus::default();
     let prev = prev.unwrap_or(&empty);
     let mut out = Vec::new();
+    // A Task with upstreams waited for them, not for a slot: its
+    // creation-to-start time measures the graph, not the queue.
     if prev.job_uid.is_none()
         && next.job_uid.is_some()
+        && task.spec.after.is_empty()
         && let (Some(created), Some(started)) =
             (task.metadata.creation_timestamp.as_ref(), &next.started_at)
     {
@@ -206,6 +209,9 @@ mod tests {
         for (i, (prev, next, want)) in cases.into_iter().enumerate() {
             assert_eq!(from_transition(&t, prev, next, &at(200)), want, "case {i}");
         }
+        // Waiting for upstreams is no queueing: no queue latency.
+        let waited = Task::test().created_at(90).after(&["a"]);
+        assert_eq!(from_transition(&waited, None, &running, &at(200)), vec![]);
         // A reason outside the vocabulary is no label value.
         let junk = TaskStatus {
             reason: Some("EditedByHand".into()),
