@@ -302,3 +302,53 @@ pub async fn restart_keeps_what_was_seen(c: Arc<Cluster>, ns: TestNs) -> Result<
     );
     Ok(())
 }
+
+/// The leader killed twice while a 1 → 10 → 1 graph runs: every Task has
+/// exactly one Job in its life, each made after its upstreams completed,
+/// and the sink sums what the ten handed down.
+pub async fn leader_killed_mid_graph(c: Arc<Cluster>, ns: TestNs) -> Result<()> {
+    const N: usize = 10;
+    let started = Instant::now();
+    let log = longtask_e2e::jobs::JobLog::start(&ns.client, &ns.name);
+    let mids: Vec<String> = (0..N).map(|i| format!("m-{i}")).collect();
+    let names: Vec<&str> = mids.iter().map(String::as_str).collect();
+    let mut docs = vec![sh_task(
+        "sink",
+        r#"s=0; for d in "$LONGTASK_INPUTS"/*/; do s=$((s + $(cat "$d/result"))); done; echo $s > "$LONGTASK_RESULT""#,
+        &after(&names),
+    )];
+    for (i, m) in mids.iter().enumerate() {
+        let script = format!(
+            r#"sleep 2; echo $(( $(cat "$LONGTASK_INPUTS/root/result") + {i} )) > "$LONGTASK_RESULT""#
+        );
+        docs.push(sh_task(m, &script, &after(&["root"])));
+    }
+    docs.push(sh_task(
+        "root",
+        "sleep 2; echo 1 > \"$LONGTASK_RESULT\"",
+        "",
+    ));
+    ns.apply(&docs.join("---\n"))?;
+    let api = tasks(&ns.client, &ns.name);
+    // Once while the root runs, once when the root is done and the ten run.
+    longtask_e2e::operator::delete_pods(&c.kubectl)?;
+    wait::condition(&api, "root", "Complete", 2 * MINUTE).await?;
+    longtask_e2e::operator::delete_pods(&c.kubectl)?;
+    let t = wait::condition(&api, "sink", "Complete", 3 * MINUTE).await?;
+    let want: usize = (0..N).map(|i| 1 + i).sum();
+    ensure!(
+        t["status"]["result"] == format!("{want}\n"),
+        "sink: {}",
+        t["status"]
+    );
+    log.one_each(names.iter().copied().chain(["root", "sink"]))?;
+    for m in &names {
+        started_after(&ns, m, "root").await?;
+        started_after(&ns, "sink", m).await?;
+    }
+    println!(
+        "leader_killed_mid_graph: 1 -> {N} -> 1 with two kills, one Job each, in order, sum {want}; {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}

@@ -2,8 +2,8 @@
 //! with longtask installed from the manifests: a chain that hands each
 //! result down, an upstream that fails (no Job, no pod for its
 //! downstream), a cycle, an upstream created late or never, what the API
-//! server refuses at apply, a fan-in of 50, and an operator restart while
-//! Tasks wait. Filter by substring:
+//! server refuses at apply, a fan-in of 50, and operator restarts while
+//! Tasks wait and while a graph runs. Filter by substring:
 //! `cargo test -p longtask-e2e --test after -- NAME`.
 
 #![allow(clippy::unwrap_used)]
@@ -32,11 +32,16 @@ static ALL: &[Case] = &[
     ),
     case!(refused_at_apply, false, cases::refused_at_apply),
     case!(fan_in_sums_fifty, false, cases::fan_in_sums_fifty),
-    // Alone: it deletes the operator's pods.
+    // Alone: they delete the operator's pods.
     case!(
         restart_keeps_what_was_seen,
         true,
         cases::restart_keeps_what_was_seen
+    ),
+    case!(
+        leader_killed_mid_graph,
+        true,
+        cases::leader_killed_mid_graph
     ),
 ];
 
