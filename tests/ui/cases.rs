@@ -250,17 +250,26 @@ async fn ui_task_page_follows_log_across_retry(_c: Arc<Cluster>, ns: TestNs) -> 
     let marker = root().join("target/ui-markers").join(&ns.name);
     std::fs::create_dir_all(marker.parent().context("marker dir")?)?;
     let _ = std::fs::remove_file(&marker);
+    // And the program prints nothing before the page is open (at most
+    // 2 minutes): under load the browser took long enough to start that
+    // the retry had printed most of its lines by then, which then came
+    // together in the page's first read (a CI run: 1.5 s then 3.6 s).
+    let open = marker.with_extension("open");
+    let _ = std::fs::remove_file(&open);
     let script = format!(
-        r#"if [ -e {m} ]; then n=2; else n=1; touch {m}; fi
+        r#"w=0; while [ ! -e {o} ] && [ $w -lt 600 ]; do sleep 0.2; w=$((w + 1)); done
+if [ -e {m} ]; then n=2; else n=1; touch {m}; fi
 for i in 1 2 3 4; do echo "attempt $n line $i"; sleep $((n * 2)); done
 [ $n = 2 ] || exit 1
 echo ok > "$LONGTASK_RESULT""#,
-        m = marker.display()
+        m = marker.display(),
+        o = open.display()
     );
     ns.apply(&sh_task("flaky", &script, "  retries: 1\n"))?;
     let ui = serve(&ns, &[]).await?;
     let b = browser()?;
     open_task(&b, &ui, &ns, "flaky")?;
+    std::fs::write(&open, b"")?;
     let lines: Vec<String> = (1..=2)
         .flat_map(|n| (1..=4).map(move |i| format!("attempt {n} line {i}")))
         .collect();
