@@ -162,7 +162,9 @@ pub fn plan_with(cron: &CronTask, runs: &[Run], now: Timestamp, limits: &Limits)
         },
         ..Plan::default()
     };
-    let runs = &ignore_forged(runs, now, &prev, &mut plan);
+    let mut real = ignore_forged(runs, now, &prev, &mut plan);
+    real.extend(unseen_runs(cron, &real, &prev, now));
+    let runs = &real;
     let (schedules, tz) = match runnable(cron, now, limits) {
         Ok(s) => s,
         Err((reason, why)) => {
@@ -261,6 +263,43 @@ fn ignore_forged(runs: &[Run], now: Timestamp, prev: &CronTaskStatus, plan: &mut
     }
     plan.status.ignored_runs = names;
     real
+}
+
+/// How long a run the last status recorded as active may be missing from
+/// the Task cache and still count as active: the cache's lag behind the
+/// operator's own creates, which under load reached seconds.
+const CACHE_LAG: SignedDuration = SignedDuration::from_secs(120);
+
+/// The runs `prev.active` names that the cache does not show, made at most
+/// `CACHE_LAG` ago (the scheduled time is in the name): the last reconcile
+/// created them and their watch events are not here yet. They count as
+/// active, so that a lagging cache cannot start a run past maxActiveRuns
+/// or Forbid (a cron_max_active_runs_caps run on a loaded machine saw 4
+/// runs of maxActiveRuns 3). Older ones are dropped: a run deleted right
+/// after its creation holds nothing back for longer.
+fn unseen_runs(cron: &CronTask, runs: &[Run], prev: &CronTaskStatus, now: Timestamp) -> Vec<Run> {
+    let prefix = format!("{}-", cron_name(cron));
+    prev.active
+        .iter()
+        .filter(|n| !runs.iter().any(|r| &r.name == *n))
+        .filter_map(|n| {
+            let rest = n.strip_prefix(&prefix)?;
+            let (manual, secs) = match rest.strip_prefix('m') {
+                Some(secs) => (true, secs),
+                None => (false, rest),
+            };
+            let scheduled = Timestamp::from_second(secs.parse().ok()?).ok()?;
+            let age = now.duration_since(scheduled);
+            (age <= CACHE_LAG && age >= -CLOCK_SKEW).then(|| Run {
+                name: n.clone(),
+                uid: String::new(),
+                scheduled,
+                manual,
+                finished: None,
+                cancelling: false,
+            })
+        })
+        .collect()
 }
 
 /// Why `schedules` fire more often than `--cron-min-interval` allows, if

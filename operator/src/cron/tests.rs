@@ -679,3 +679,37 @@ fn max_active_runs_and_the_namespace_bound_skip_a_time() {
     };
     assert_eq!(plan_with(&d, &[], now, &room).create.len(), 1);
 }
+
+#[test]
+fn runs_the_cache_does_not_show_yet_count_as_active_for_a_while() {
+    let at = |t: &str| run(&format!("2026-01-01T{t}Z"), None);
+    let c = with_status(cron(|s| s.max_active_runs = Some(2)), |s| {
+        s.last_schedule_time = Some(Time(ts("2026-01-01T00:03:00Z")));
+        s.active = vec![at("00:02:00").name, at("00:03:00").name];
+    });
+    let now = ts("2026-01-01T00:04:00.5Z");
+    // The cache lags: the run made at 00:03 is not in it yet. It still
+    // counts (and stays in status.active), so 00:04 is skipped.
+    let p = plan(&c, &[at("00:02:00")], now);
+    assert!(p.create.is_empty(), "{p:?}");
+    assert_eq!(p.status.skipped, 1);
+    assert_eq!(p.status.active, [at("00:02:00").name, at("00:03:00").name]);
+    // Shown by the cache as finished: not active, 00:04 starts.
+    let p = plan(
+        &c,
+        &[
+            at("00:02:00"),
+            run("2026-01-01T00:03:00Z", Some(Phase::Completed)),
+        ],
+        now,
+    );
+    assert_eq!(p.create, [ts("2026-01-01T00:04:00Z")]);
+    // Missing for longer than the cache can lag (deleted): not counted.
+    let later = ts("2026-01-01T00:05:00.5Z");
+    let c = with_status(c, |s| {
+        s.last_schedule_time = Some(Time(ts("2026-01-01T00:04:00Z")))
+    });
+    let p = plan(&c, &[], later);
+    assert_eq!(p.create, [ts("2026-01-01T00:05:00Z")]);
+    assert_eq!(p.status.active, [at("00:05:00").name]);
+}
