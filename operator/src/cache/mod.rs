@@ -11,6 +11,7 @@
 //! status shows, so an unchanged result is not read again. Never Task
 //! state: a restart lists them again (and reads each result once more).
 
+mod key;
 mod refusals;
 pub mod upstreams;
 
@@ -335,12 +336,12 @@ impl RunIndex {
                 self.synced = true;
             }
             Event::Apply(t) => self.put(t),
-            Event::Delete(t) => self.remove(&task_key(t)),
+            Event::Delete(t) => self.remove(&key::task_key(t)),
         }
     }
 
     fn put(&mut self, t: &Task) {
-        let key = task_key(t);
+        let key = key::task_key(t);
         self.remove(&key);
         let (Some(owner), Some(ns)) = (cron_owner(t), t.metadata.namespace.clone()) else {
             return;
@@ -394,15 +395,6 @@ pub fn cron_owner(t: &Task) -> Option<String> {
 /// either.
 pub fn is_run_of(t: &Task, name: &str, uid: &str) -> bool {
     cron_controller(t).is_some_and(|o| o.uid == uid && o.name == name)
-}
-
-/// A Task's key in the store: its namespace and name.
-fn task_key(t: &Task) -> ObjectRef<Task> {
-    let key = ObjectRef::new(&t.name_any());
-    match t.metadata.namespace.as_deref() {
-        Some(ns) => key.within(ns),
-        None => key,
-    }
 }
 
 /// The resourceVersion of each result ConfigMap by namespace/name, rebuilt

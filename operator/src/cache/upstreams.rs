@@ -11,6 +11,8 @@ use kube::ResourceExt;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 
+use super::key::task_key;
+
 /// An upstream: its namespace and name.
 type Key = (String, String);
 
@@ -41,7 +43,7 @@ impl UpstreamIndex {
                 self.waits_on = next.waits_on;
             }
             Event::Apply(t) => self.put(t),
-            Event::Delete(t) => self.remove(&key_of(t)),
+            Event::Delete(t) => self.remove(&task_key(t)),
         }
     }
 
@@ -63,7 +65,7 @@ impl UpstreamIndex {
     }
 
     fn put(&mut self, t: &Task) {
-        let key = key_of(t);
+        let key = task_key(t);
         self.remove(&key);
         if !waiting(t) {
             return;
@@ -93,15 +95,6 @@ impl UpstreamIndex {
                 }
             }
         }
-    }
-}
-
-/// A Task's key in the store: its namespace and name.
-fn key_of(t: &Task) -> ObjectRef<Task> {
-    let key = ObjectRef::new(&t.name_any());
-    match t.metadata.namespace.as_deref() {
-        Some(ns) => key.within(ns),
-        None => key,
     }
 }
 
